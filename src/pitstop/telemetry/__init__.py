@@ -1,0 +1,1 @@
+"""Samplers of GPU (NVML) and host (psutil) state, shared by doctor, profile and monitor."""

@@ -1,0 +1,56 @@
+"""Shared test helpers: run the real ``pitstop`` CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+
+
+def pitstop_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("COLUMNS", "200")
+    env["PYTHONUNBUFFERED"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_pitstop(*args: str, cwd: str | os.PathLike[str] | None = None,
+                env: dict[str, str] | None = None, timeout: float = 240,
+                input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m pitstop ARGS`` for real and capture its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "pitstop", *args],
+        cwd=cwd, env=pitstop_env(env), capture_output=True, text=True, timeout=timeout,
+        input=input,
+    )
+
+
+@pytest.fixture
+def pitstop_cli():
+    return run_pitstop
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (run by scripts/gpu-check.sh on a GPU machine)")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
