@@ -1,0 +1,510 @@
+"""``loader()``: a DataLoader whose settings are computed for this process on this machine.
+
+Each setting comes from one of four sources, recorded next to its value in
+``loader.pitstop_settings`` (and returned by :func:`loader_settings`):
+
+* ``"override"`` — a keyword argument of the call; always wins.
+* ``"config file <path>"`` — a loader config (JSON, as written by ``pitstop tune
+  loader``): the path given as ``config=``, else ``$PITSTOP_LOADER_CONFIG``, else
+  ``./pitstop-loader.json`` in the working directory.
+* ``"computed: <why>"`` — derived from what was measured: the CPUs this process may
+  use (affinity mask and cgroup CPU quota) shared among the local ranks
+  (``LOCAL_WORLD_SIZE``), the size of one sample, free RAM and free ``/dev/shm``.
+* ``"default"`` — PyTorch's own default, kept.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import psutil
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset, IterableDataset
+from torch.utils.data.distributed import DistributedSampler
+
+from pitstop.sysroot import Sysroot
+from pitstop.train.prefetch import resolve_device
+
+CONFIG_ENV = "PITSTOP_LOADER_CONFIG"
+CONFIG_FILENAME = "pitstop-loader.json"
+
+# Settings a loader config file may carry, with the check each value must pass.
+CONFIG_KEYS: dict[str, tuple[str, Any]] = {
+    "num_workers": ("an integer >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+    "prefetch_factor": ("an integer >= 1 or null",
+                        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1)),
+    "pin_memory": ("true or false", lambda v: isinstance(v, bool)),
+    "persistent_workers": ("true or false", lambda v: isinstance(v, bool)),
+    "multiprocessing_context": ('"fork", "spawn" or "forkserver"',
+                                lambda v: v in ("fork", "spawn", "forkserver")),
+    "drop_last": ("true or false", lambda v: isinstance(v, bool)),
+}
+
+# Fractions of free memory the batches in flight may take: workers' output batches
+# live in /dev/shm (PyTorch shares them through shared memory) and, pinned, in RAM.
+SHM_SHARE = 0.5
+RAM_SHARE = 0.25
+# Aim for this many batches queued across all workers: enough to absorb a slow sample.
+TARGET_BATCHES_IN_FLIGHT = 8
+MAX_PREFETCH = 8
+MAX_WORKERS = 16
+
+Setting = tuple[Any, str]
+
+
+# ---------------------------------------------------------------- CPUs this process may use
+
+def parse_cgroup2_cpu_max(text: str | None) -> float | None:
+    """CPUs allowed by a cgroup v2 ``cpu.max`` ("200000 100000" -> 2.0; "max ..." -> None)."""
+    if not text:
+        return None
+    parts = text.split()
+    if len(parts) != 2 or parts[0] == "max":
+        return None
+    try:
+        quota, period = int(parts[0]), int(parts[1])
+    except ValueError:
+        return None
+    return quota / period if quota > 0 and period > 0 else None
+
+
+def cgroup_cpu_limit(sysroot: Sysroot) -> tuple[float | None, str]:
+    """The CPU quota of this process's cgroup (v2 or v1) and where it was read."""
+    best: float | None = None
+    where = "no cgroup CPU quota"
+    cgroup_line = sysroot.read_text("/proc/self/cgroup") or ""
+    v2_path = next((line.split("::", 1)[1] for line in cgroup_line.splitlines()
+                    if line.startswith("0::")), None)
+    if v2_path is not None:
+        # A quota anywhere up the hierarchy limits us; the tightest one counts.
+        parts = [p for p in v2_path.strip().split("/") if p]
+        for depth in range(len(parts), -1, -1):
+            rel = "/".join(parts[:depth])
+            path = "/sys/fs/cgroup/" + (rel + "/" if rel else "") + "cpu.max"
+            limit = parse_cgroup2_cpu_max(sysroot.read_text(path))
+            if limit is not None and (best is None or limit < best):
+                best, where = limit, path
+        if best is not None:
+            return best, where
+    for base in ("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"):
+        quota = sysroot.read_int(base + "/cpu.cfs_quota_us")
+        period = sysroot.read_int(base + "/cpu.cfs_period_us")
+        if quota is not None and period and quota > 0:
+            return quota / period, base + "/cpu.cfs_quota_us"
+    return None, where
+
+
+def usable_cpus(sysroot: Sysroot | None = None) -> tuple[int, str]:
+    """How many CPUs this process may run on, and how that was found out."""
+    sysroot = sysroot or Sysroot()
+    affinity: int | None = None
+    if sysroot.is_live:
+        try:
+            affinity = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            affinity = None
+    if affinity is None:
+        text = sysroot.read_text("/proc/self/status") or ""
+        for line in text.splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                affinity = _count_cpu_list(line.split(":", 1)[1])
+    if affinity is None:
+        affinity = os.cpu_count() or 1
+    quota, where = cgroup_cpu_limit(sysroot)
+    if quota is not None and math.ceil(quota) < affinity:
+        return max(1, math.ceil(quota)), f"cgroup quota {quota:g} CPUs ({where})"
+    return affinity, f"{affinity} CPUs in this process's affinity mask"
+
+
+def _count_cpu_list(text: str) -> int | None:
+    total = 0
+    for chunk in text.strip().split(","):
+        if not chunk:
+            continue
+        lo, _, hi = chunk.partition("-")
+        try:
+            total += (int(hi) - int(lo) + 1) if hi else 1
+        except ValueError:
+            return None
+    return total or None
+
+
+def local_world_size(environ: Mapping[str, str] | None = None) -> int:
+    """Ranks sharing this machine (``LOCAL_WORLD_SIZE`` from torchrun), 1 outside torchrun."""
+    env = os.environ if environ is None else environ
+    try:
+        return max(1, int(env.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+# ---------------------------------------------------------------- sample size
+
+def nbytes_of(obj: Any, _depth: int = 0) -> int | None:
+    """Bytes held by a sample (tensors, arrays, bytes, PIL images, nested containers)."""
+    if _depth > 16:
+        return 0
+    if isinstance(obj, torch.Tensor):
+        return obj.element_size() * obj.numel()
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return len(obj)
+    if isinstance(obj, str):
+        return len(obj.encode("utf-8", errors="replace"))
+    if isinstance(obj, (int, float, bool)) or obj is None:
+        return 8
+    nbytes = getattr(obj, "nbytes", None)  # numpy arrays
+    if isinstance(nbytes, int):
+        return nbytes
+    if hasattr(obj, "getbands") and hasattr(obj, "size"):  # PIL images: decoded size
+        width, height = obj.size
+        return int(width * height * len(obj.getbands()))
+    if isinstance(obj, Mapping):
+        items: Any = obj.values()
+    elif isinstance(obj, (list, tuple)):
+        items = obj
+    elif hasattr(obj, "__dataclass_fields__"):
+        items = [getattr(obj, name) for name in obj.__dataclass_fields__]
+    else:
+        return None
+    total = 0
+    for item in items:
+        size = nbytes_of(item, _depth + 1)
+        if size is None:
+            return None
+        total += size
+    return total
+
+
+def measure_sample_bytes(dataset: Any) -> tuple[int | None, str]:
+    """Size of ``dataset[0]`` in bytes, or None and why it could not be measured."""
+    if dataset is None:
+        return None, "no dataset given"
+    if isinstance(dataset, IterableDataset):
+        return None, "an IterableDataset cannot be sampled without consuming it"
+    try:
+        if len(dataset) == 0:
+            return None, "the dataset is empty"
+        sample = dataset[0]
+    except Exception as exc:  # the user's dataset: any error means "not measurable here"
+        return None, f"dataset[0] failed: {type(exc).__name__}: {exc}"
+    size = nbytes_of(sample)
+    if size is None:
+        return None, f"cannot size a sample of type {type(sample).__name__}"
+    return size, "measured dataset[0]"
+
+
+# ---------------------------------------------------------------- config file
+
+def find_config(config: str | os.PathLike[str] | Literal[False] | None,
+                environ: Mapping[str, str] | None = None,
+                cwd: str | os.PathLike[str] | None = None) -> Path | None:
+    """The loader config to read: ``config``, else ``$PITSTOP_LOADER_CONFIG``, else
+    ``./pitstop-loader.json`` if it exists. ``config=False`` disables the search."""
+    env = os.environ if environ is None else environ
+    if config is False:
+        return None
+    if config is not None:
+        path = Path(config)
+        if not path.is_file():
+            raise ValueError(f"loader config {path} does not exist: pass an existing JSON file "
+                             f"(e.g. written by `pitstop tune loader`) or config=None")
+        return path
+    from_env = env.get(CONFIG_ENV)
+    if from_env:
+        path = Path(from_env)
+        if not path.is_file():
+            raise ValueError(f"${CONFIG_ENV}={from_env} does not exist: point it at a loader "
+                             f"config file or unset it")
+        return path
+    default = Path(cwd or os.getcwd()) / CONFIG_FILENAME
+    return default if default.is_file() else None
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The settings in a loader config file, validated.
+
+    The file is a JSON object, either the settings themselves
+    (``{"num_workers": 6, "prefetch_factor": 4}``) or, as ``pitstop tune loader``
+    writes it, ``{"settings": {...}, ...}`` with any other top-level keys ignored.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"loader config {path} cannot be read ({exc}): fix its permissions "
+                         f"or pass config=False") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"loader config {path} is not valid JSON (line {exc.lineno}: {exc.msg}): "
+                         f"fix or delete it") from exc
+    if isinstance(data, dict) and isinstance(data.get("settings"), dict):
+        data = data["settings"]
+    if not isinstance(data, dict):
+        raise ValueError(f"loader config {path} must hold a JSON object of settings, like "
+                         f'{{"num_workers": 4}}')
+    for key, value in data.items():
+        if key not in CONFIG_KEYS:
+            raise ValueError(f"loader config {path}: unknown setting {key!r}; known settings: "
+                             f"{', '.join(CONFIG_KEYS)}")
+        expected, check = CONFIG_KEYS[key]
+        if not check(value):
+            raise ValueError(f"loader config {path}: {key} must be {expected}, got {value!r}")
+    return dict(data)
+
+
+# ---------------------------------------------------------------- the computation
+
+@dataclass(frozen=True)
+class MachineFacts:
+    """What the computation depends on, gathered once (and replaceable in tests)."""
+
+    cpus: int
+    cpus_why: str
+    local_world_size: int
+    ram_available: int | None
+    shm_free: int | None
+
+
+def gather_machine_facts(sysroot: Sysroot | None = None,
+                         environ: Mapping[str, str] | None = None) -> MachineFacts:
+    sysroot = sysroot or Sysroot()
+    cpus, cpus_why = usable_cpus(sysroot)
+    ram: int | None
+    if sysroot.is_live:
+        ram = int(psutil.virtual_memory().available)
+    else:
+        ram = _meminfo_available(sysroot.read_text("/proc/meminfo"))
+    shm: int | None
+    try:
+        shm = int(shutil.disk_usage(sysroot.path("/dev/shm")).free)
+    except OSError:
+        shm = None
+    return MachineFacts(cpus, cpus_why, local_world_size(environ), ram, shm)
+
+
+def _meminfo_available(text: str | None) -> int | None:
+    for line in (text or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            try:
+                return int(line.split()[1]) * 1024
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def compute_settings(facts: MachineFacts, *, device: torch.device, sample_bytes: int | None,
+                     sample_why: str, batch_size: int) -> dict[str, Setting]:
+    """The computed settings (no config, no overrides): a pure function of the facts."""
+    out: dict[str, Setting] = {}
+    per_rank = max(1, facts.cpus // facts.local_world_size)
+    share = (f"{facts.cpus_why}" if facts.local_world_size == 1 else
+             f"{facts.cpus_why}, shared by {facts.local_world_size} local ranks -> {per_rank} each")
+    if per_rank < 2:
+        workers, why = 0, f"{share}: one CPU, load in the training process itself"
+    elif device.type == "cpu":
+        # The training computes on the same cores; leave most of them to it.
+        workers = max(1, per_rank // 4)
+        why = f"{share}; training runs on these CPUs too, so a quarter of them load data"
+    else:
+        workers = min(MAX_WORKERS, per_rank - 1)
+        why = f"{share}; one CPU left for the training process"
+        if per_rank - 1 > MAX_WORKERS:
+            why += f"; capped at {MAX_WORKERS}"
+    batch_bytes = sample_bytes * batch_size if sample_bytes is not None else None
+
+    budgets: list[tuple[float, str]] = []
+    if facts.shm_free is not None:
+        budgets.append((facts.shm_free * SHM_SHARE / facts.local_world_size,
+                        f"{int(SHM_SHARE * 100)}% of /dev/shm free ({_mib(facts.shm_free)})"))
+    if facts.ram_available is not None:
+        budgets.append((facts.ram_available * RAM_SHARE / facts.local_world_size,
+                        f"{int(RAM_SHARE * 100)}% of available RAM ({_mib(facts.ram_available)})"))
+    budget = min(budgets, key=lambda b: b[0]) if budgets else None
+    if facts.local_world_size > 1 and budget is not None:
+        budget = (budget[0], budget[1] + f" / {facts.local_world_size} local ranks")
+
+    prefetch: int | None = None
+    prefetch_why = ""
+    if workers > 0:
+        prefetch = max(2, min(MAX_PREFETCH, math.ceil(TARGET_BATCHES_IN_FLIGHT / workers)))
+        prefetch_why = f"about {TARGET_BATCHES_IN_FLIGHT} batches queued across {workers} worker(s)"
+        if batch_bytes is None:
+            prefetch_why += f"; memory bound not checked ({sample_why})"
+        elif budget is not None and batch_bytes > 0:
+            fits = int(budget[0] // batch_bytes)  # batches that fit the budget
+            if fits < workers:
+                old = workers
+                workers = max(0, fits)
+                why += (f"; cut from {old}: one batch ({_mib(batch_bytes)}) per worker must fit "
+                        f"{budget[1]}")
+                if workers == 0:
+                    prefetch = None
+            if workers > 0:
+                max_prefetch = max(1, fits // workers)
+                if prefetch is not None and max_prefetch < prefetch:
+                    prefetch = max_prefetch
+                    prefetch_why += (f"; bounded to {prefetch}: {workers}x{prefetch} batches of "
+                                     f"{_mib(batch_bytes)} fit {budget[1]}")
+                else:
+                    prefetch_why += (f"; {workers}x{prefetch} batches of {_mib(batch_bytes)} "
+                                     f"fit {budget[1]}")
+    out["num_workers"] = (workers, "computed: " + why)
+    if workers > 0:
+        out["prefetch_factor"] = (prefetch, "computed: " + prefetch_why)
+        out["persistent_workers"] = (True, "computed: workers are kept between epochs instead "
+                                           "of re-forked (and the dataset re-pickled) each epoch")
+    else:
+        out["prefetch_factor"] = (None, "computed: no worker processes")
+        out["persistent_workers"] = (False, "computed: no worker processes")
+    pin = device.type == "cuda"
+    out["pin_memory"] = (pin, "computed: " + (
+        "target is CUDA: page-locked batches copy asynchronously (non_blocking)" if pin
+        else f"target is {device.type}: nothing to copy to a GPU"))
+    out["sample_bytes"] = (sample_bytes, "computed: " + sample_why)
+    return out
+
+
+def loader_settings(dataset: Any, batch_size: int, *, device: str | torch.device = "auto",
+                    shuffle: bool = False,
+                    config: str | os.PathLike[str] | Literal[False] | None = None,
+                    facts: MachineFacts | None = None,
+                    **overrides: Any) -> dict[str, Setting]:
+    """Every setting :func:`loader` would use, each as ``(value, source)``; builds nothing.
+
+    ``facts`` replaces what is read from the machine (tests, or planning for another
+    machine); by default the live machine is measured.
+    """
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    target = resolve_device(device)
+    facts = facts or gather_machine_facts()
+    sample_bytes, sample_why = measure_sample_bytes(dataset)
+    settings = compute_settings(facts, device=target, sample_bytes=sample_bytes,
+                                sample_why=sample_why, batch_size=batch_size)
+    settings["batch_size"] = (batch_size, "override")
+    settings["shuffle"] = (shuffle, "override")
+
+    path = find_config(config)
+    if path is not None:
+        for key, value in read_config(path).items():
+            settings[key] = (value, f"config file {path}")
+    for key, value in overrides.items():
+        settings[key] = (value, "override")
+
+    # Options that only exist with worker processes follow the final worker count.
+    if settings["num_workers"][0] == 0:
+        for key in ("prefetch_factor", "persistent_workers"):
+            if settings.get(key, (None,))[0] not in (None, False):
+                settings[key] = (None if key == "prefetch_factor" else False,
+                                 "computed: num_workers is 0, so no worker options")
+    elif settings.get("prefetch_factor", (None,))[0] is None:
+        settings["prefetch_factor"] = (2, "default")
+
+    if (dist.is_available() and dist.is_initialized()
+            and "sampler" not in overrides and "batch_sampler" not in overrides
+            and not isinstance(dataset, IterableDataset)):
+        settings["sampler"] = (
+            f"DistributedSampler(rank {dist.get_rank()} of {dist.get_world_size()}, "
+            f"shuffle={shuffle})",
+            "computed: torch.distributed is initialized; each rank reads its own shard")
+    return settings
+
+
+def format_settings(settings: Mapping[str, Setting]) -> str:
+    """One line per setting: ``name = value  [source]``."""
+    width = max((len(k) for k in settings), default=0)
+    return "\n".join(f"{k:<{width}} = {v!r}  [{src}]" for k, (v, src) in settings.items())
+
+
+# ---------------------------------------------------------------- the loader
+
+class PitstopDataLoader(DataLoader):
+    """A DataLoader that records where its settings came from and keeps a
+    ``DistributedSampler``'s epoch moving on its own.
+
+    Without ``set_epoch`` every epoch of a DistributedSampler shuffles the same way.
+    This loader calls it with 0, 1, 2, ... at each new iteration unless the user calls
+    :meth:`set_epoch` (then the user's numbering is used).
+    """
+
+    pitstop_settings: dict[str, Setting]
+
+    def __init__(self, *args: Any, pitstop_settings: dict[str, Setting], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pitstop_settings = pitstop_settings
+        self._pitstop_epoch = 0
+        self._pitstop_user_epochs = False
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use ``epoch`` for the next iteration's shuffle (DistributedSampler only)."""
+        self._pitstop_user_epochs = True
+        self._pitstop_epoch = epoch
+
+    def __iter__(self) -> Any:
+        set_epoch = getattr(self.sampler, "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(self._pitstop_epoch)
+            if not self._pitstop_user_epochs:
+                self._pitstop_epoch += 1
+        return super().__iter__()
+
+    def describe(self) -> str:
+        """The settings and their sources, one per line."""
+        return format_settings(self.pitstop_settings)
+
+
+_NOT_LOADER_KWARGS = ("sample_bytes", "batch_size", "shuffle", "sampler")
+
+
+def loader(dataset: Dataset[Any], batch_size: int, *, shuffle: bool,
+           device: str | torch.device = "auto",
+           config: str | os.PathLike[str] | Literal[False] | None = None,
+           **overrides: Any) -> PitstopDataLoader:
+    """A DataLoader with settings computed for this machine, this process and ``device``.
+
+    Args:
+        dataset: a map-style or iterable dataset. ``dataset[0]`` is read once to
+            measure the size of a sample (which bounds the prefetch depth).
+        batch_size: samples per batch (per rank under torch.distributed).
+        shuffle: shuffle each epoch (through the DistributedSampler when distributed).
+        device: where the batches will go; ``"cuda"`` turns on ``pin_memory``.
+        config: a loader config JSON file; default: ``$PITSTOP_LOADER_CONFIG`` or
+            ``./pitstop-loader.json`` if present; ``False`` to read none.
+        **overrides: any ``DataLoader`` keyword (``num_workers=``, ``collate_fn=`` ...);
+            these win over the config file and the computed values.
+
+    The returned loader's ``pitstop_settings`` maps each setting to ``(value, source)``;
+    ``print(loader.describe())`` shows them.
+    """
+    if shuffle and isinstance(dataset, IterableDataset):
+        raise ValueError("shuffle=True with an IterableDataset: such a dataset yields samples in "
+                         "its own order; pass shuffle=False and shuffle inside the dataset")
+    settings = loader_settings(dataset, batch_size, device=device, shuffle=shuffle,
+                               config=config, **overrides)
+    kwargs: dict[str, Any] = {k: v for k, (v, _src) in settings.items()
+                              if k not in _NOT_LOADER_KWARGS}
+    kwargs.update({k: v for k, v in overrides.items() if k not in ("sampler",)})
+    loader_shuffle: bool | None = shuffle
+    sampler = overrides.get("sampler")
+    if "sampler" in settings and sampler is None:
+        sampler = DistributedSampler(dataset, shuffle=shuffle,
+                                     drop_last=bool(kwargs.get("drop_last", False)))
+    if sampler is not None or "batch_sampler" in overrides or isinstance(dataset, IterableDataset):
+        loader_shuffle = None if isinstance(dataset, IterableDataset) else False
+        if "batch_sampler" in overrides:
+            kwargs.pop("drop_last", None)
+            loader_shuffle = None
+    if "batch_sampler" in overrides:
+        return PitstopDataLoader(dataset, pitstop_settings=settings, **kwargs)
+    return PitstopDataLoader(dataset, batch_size=batch_size, shuffle=loader_shuffle,
+                             sampler=sampler, pitstop_settings=settings, **kwargs)

@@ -1,0 +1,334 @@
+"""``TrainStep``: one call = one optimizer step, done the fast and correct way.
+
+Per call it splits the batch into micro-batches (``accumulate``), runs each forward
+under ``torch.autocast`` for the chosen precision, scales each micro-loss by its
+share of the batch (``1/accumulate`` for equal splits, so the gradients equal those
+of the whole batch), skips DDP's/FSDP's gradient all-reduce on all but the last
+micro-step, scales the loss with a ``GradScaler`` for fp16 only (and unscales before
+clipping), steps the optimizer and the scheduler, and frees the gradients
+(``zero_grad(set_to_none=True)``). The loss comes back as a detached device tensor:
+reading it (``.item()``) is a host-device sync, so do that only when logging.
+
+Nothing in a call waits for the device unless the configuration needs it: the fp16
+GradScaler reads its inf check on the host to decide whether to step, and
+``microbatch="auto"`` under DDP reads one agreement flag per step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Literal
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from pitstop.train import microbatch as mb
+from pitstop.train.precision import DTYPES, PRECISIONS, choose_precision
+from pitstop.train.prefetch import iter_tensors
+
+log = logging.getLogger("pitstop.train")
+
+# fp16 on CPU is refused (slow, and loss scaling buys nothing there). The test suite
+# flips this to exercise the GradScaler path on machines without a GPU.
+_CPU_FP16_ALLOWED = False
+
+Precision = Literal["auto", "bf16", "fp16", "fp32"]
+
+
+def _is_ddp(model: torch.nn.Module) -> bool:
+    return isinstance(model, torch.nn.parallel.DistributedDataParallel)
+
+
+def _is_fsdp(model: torch.nn.Module) -> bool:
+    # FSDP1 (FullyShardedDataParallel) has no_sync(); FSDP2 (fully_shard) modules have
+    # set_requires_gradient_sync(). Checked by name so that torch builds without
+    # distributed support still import this module.
+    cls_names = {c.__name__ for c in type(model).__mro__}
+    return bool(cls_names & {"FullyShardedDataParallel", "FSDPModule"})
+
+
+@contextlib.contextmanager
+def _without_grad_sync(model: torch.nn.Module) -> Iterator[None]:
+    """Accumulate gradients locally: no all-reduce / reduce-scatter in this backward."""
+    set_sync = getattr(model, "set_requires_gradient_sync", None)
+    if callable(set_sync):  # FSDP2
+        set_sync(False)
+        try:
+            yield
+        finally:
+            set_sync(True)
+        return
+    with model.no_sync():  # type: ignore[operator]
+        yield
+
+
+class TrainStep:
+    """One optimizer step per call over a whole batch.
+
+    Args:
+        model: the model (plain, DDP-wrapped, FSDP-wrapped or compiled), on its device.
+        optimizer: an optimizer built over ``model``'s parameters.
+        loss_fn: ``loss_fn(outputs, targets)`` (or ``loss_fn(outputs)`` when targets is
+            None), returning a mean-reduced scalar loss.
+        precision: ``"auto"`` (see :mod:`pitstop.train.precision`), ``"bf16"``,
+            ``"fp16"`` (CUDA only; with a GradScaler) or ``"fp32"``.
+        accumulate: micro-batches per step. The batch is split along its first
+            dimension; the effective batch is the whole batch.
+        clip_grad_norm: clip the global gradient norm to this value (after unscaling).
+        scheduler: an LR scheduler stepped after each optimizer step that was taken.
+        microbatch: ``"auto"`` halves the micro-batch on out-of-memory (all ranks
+            agree under DDP) and retries, keeping the effective batch.
+
+    A call ``step(inputs, targets)`` passes ``inputs`` to the model as ``model(inputs)``
+    for a tensor, ``model(*inputs)`` for a tuple/list and ``model(**inputs)`` for a
+    dict. It returns the batch's mean loss as a detached device tensor.
+    """
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, *,
+                 loss_fn: Callable[..., torch.Tensor] = F.cross_entropy,
+                 precision: Precision = "auto", accumulate: int = 1,
+                 clip_grad_norm: float | None = None, scheduler: Any = None,
+                 microbatch: Literal["auto"] | None = None) -> None:
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise ValueError(f"optimizer must be a torch.optim.Optimizer, got "
+                             f"{type(optimizer).__name__}: build one from model.parameters()")
+        if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
+            raise ValueError(f"accumulate must be an integer >= 1 (micro-batches per optimizer "
+                             f"step), got {accumulate!r}: use accumulate=1 for no accumulation")
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, "
+                             f"got {precision!r}")
+        if microbatch not in (None, "auto"):
+            raise ValueError(f"microbatch must be None or 'auto', got {microbatch!r}")
+        if clip_grad_norm is not None and not clip_grad_norm > 0:
+            raise ValueError(f"clip_grad_norm must be a positive number or None, got "
+                             f"{clip_grad_norm!r}")
+
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        if not self.params:
+            raise ValueError("the model has no trainable parameters (requires_grad=True): "
+                             "unfreeze some before training")
+        in_optimizer = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        if not any(id(p) in in_optimizer for p in self.params):
+            raise ValueError("the optimizer holds none of the model's trainable parameters: "
+                             "build it from this model after moving/wrapping it, e.g. "
+                             "torch.optim.AdamW(model.parameters())")
+
+        self.model = model
+        self.optimizer = optimizer
+        self.loss_fn = loss_fn
+        self.accumulate = accumulate
+        self.clip_grad_norm = clip_grad_norm
+        self.scheduler = scheduler
+        self.microbatch = microbatch
+        self.device = self.params[0].device
+        self._probe = self.params[0]
+
+        if precision == "auto":
+            choice = choose_precision(self.device)
+            self.precision, self.precision_reason = choice.precision, choice.why
+        else:
+            self.precision, self.precision_reason = precision, "requested"
+        if self.precision == "fp16" and self.device.type == "cpu" and not _CPU_FP16_ALLOWED:
+            raise ValueError("precision='fp16' needs a CUDA GPU (on CPU fp16 is slow and loss "
+                             "scaling buys nothing): use precision='bf16' on a CPU with "
+                             "avx512_bf16/amx_bf16, else 'fp32' (or 'auto' to pick)")
+        self.dtype = DTYPES[self.precision]
+        self.scaler: torch.amp.GradScaler | None = (
+            torch.amp.GradScaler(self.device.type) if self.precision == "fp16" else None)
+
+        self._sync_aware = _is_ddp(model) or _is_fsdp(model)
+        if microbatch == "auto" and _is_fsdp(model):
+            raise ValueError("microbatch='auto' supports one process or DDP, not FSDP: pick "
+                             "a fixed accumulate= that fits memory")
+
+        #: current micro-batch size (samples); None before the first call
+        self.micro_batch_size: int | None = None
+        #: optimizer steps taken / skipped by the fp16 GradScaler (inf/nan gradients)
+        self.optimizer_steps = 0
+        self.skipped_steps = 0
+        #: the total gradient norm before clipping, as a device tensor (when clipping)
+        self.last_grad_norm: torch.Tensor | None = None
+        self._taken = [0]  # optimizer.step() calls actually made, counted by a hook
+        taken = self._taken
+
+        def count_step(*_args: Any) -> None:
+            taken[0] += 1
+
+        self._hook = optimizer.register_step_post_hook(count_step)
+        self._started = False
+        self._last_skipped = False
+
+    # ------------------------------------------------------------------ call
+
+    def __call__(self, inputs: Any, targets: Any = None) -> torch.Tensor:
+        """Forward, backward and optimizer step over the batch; returns the mean loss."""
+        self._check_batch(inputs)
+        if not self._started:
+            # Gradients left over from before (e.g. a sanity-check backward) would be
+            # added to the first step's.
+            self.optimizer.zero_grad(set_to_none=True)
+            self._started = True
+        n = mb.batch_size_of(inputs)
+        if self.microbatch == "auto":
+            loss = self._auto_micro(inputs, targets, n)
+        else:
+            micro = math.ceil(n / self.accumulate)
+            self.micro_batch_size = micro
+            loss = self._micro_steps(inputs, targets, n, micro, sync_last=True)
+        self._optimizer_step()
+        return loss
+
+    def _check_batch(self, inputs: Any) -> None:
+        model_device = self._probe.device
+        for t in iter_tensors(inputs):
+            if t.device != model_device:
+                raise ValueError(f"the batch is on {t.device} but the model is on "
+                                 f"{model_device}: move the batch with "
+                                 f"pitstop.train.to_device(batch, {str(model_device)!r}) or "
+                                 f"iterate DevicePrefetcher(loader, {str(model_device)!r})")
+            return
+        raise ValueError("the inputs hold no tensor: pass a tensor, or a tuple/list/dict "
+                         "of tensors")
+
+    def _forward_loss(self, inputs: Any, targets: Any) -> torch.Tensor:
+        if isinstance(inputs, torch.Tensor):
+            outputs = self.model(inputs)
+        elif isinstance(inputs, Mapping):
+            outputs = self.model(**inputs)
+        elif isinstance(inputs, (tuple, list)):
+            outputs = self.model(*inputs)
+        else:
+            outputs = self.model(inputs)
+        return self.loss_fn(outputs) if targets is None else self.loss_fn(outputs, targets)
+
+    def _micro_steps(self, inputs: Any, targets: Any, n: int, micro: int, *,
+                     sync_last: bool) -> torch.Tensor:
+        """Forward+backward of every micro-batch; gradients accumulate in ``.grad``."""
+        autocast = (torch.autocast(self.device.type, dtype=self.dtype)
+                    if self.precision != "fp32" else contextlib.nullcontext())
+        if micro >= n:  # one micro-step: the common case, kept lean
+            if self._sync_aware and not sync_last:
+                with _without_grad_sync(self.model):
+                    return self._one(inputs, targets, 1.0, autocast)
+            return self._one(inputs, targets, 1.0, autocast)
+        total: torch.Tensor | None = None
+        k = mb.count_micro_steps(n, micro)
+        batch = (inputs, targets)
+        for i, ((x, y), weight) in enumerate(mb.micro_batches(batch, n, micro)):
+            sync = sync_last and i == k - 1
+            if self._sync_aware and not sync:
+                with _without_grad_sync(self.model):
+                    part = self._one(x, y, weight, autocast)
+            else:
+                part = self._one(x, y, weight, autocast)
+            total = part if total is None else total + part
+        assert total is not None
+        return total
+
+    def _one(self, x: Any, y: Any, weight: float,
+             autocast: contextlib.AbstractContextManager[Any]) -> torch.Tensor:
+        with autocast:
+            loss = self._forward_loss(x, y)
+        if weight != 1.0:
+            loss = loss * weight
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+        else:
+            loss.backward()
+        return loss.detach()
+
+    def _auto_micro(self, inputs: Any, targets: Any, n: int) -> torch.Tensor:
+        micro = min(n, self.micro_batch_size or math.ceil(n / self.accumulate))
+        group = getattr(self.model, "process_group", None) if _is_ddp(self.model) else None
+        distributed = group is not None and dist.is_initialized() and dist.get_world_size(group) > 1
+        while True:
+            self.micro_batch_size = micro
+            oom = False
+            loss: torch.Tensor | None = None
+            try:
+                # Under DDP no micro-step syncs: a rank that ran out of memory would
+                # leave the others waiting in the gradient all-reduce forever.
+                loss = self._micro_steps(inputs, targets, n, micro, sync_last=not distributed)
+            except torch.OutOfMemoryError:
+                oom = True
+            if distributed:
+                flag_device = self.device if dist.get_backend(group) == "nccl" else torch.device("cpu")
+                oom, micro = mb.agree_on_oom(oom, micro, group, flag_device)
+            if not oom:
+                if distributed:
+                    mb.all_reduce_gradients(self.params, group)
+                    if getattr(self.model, "broadcast_buffers", False):
+                        mb.broadcast_buffers(self.model, group)
+                assert loss is not None
+                return loss
+            # Drop what the failed attempt left: partial gradients (the GradScaler keeps
+            # no per-step state before unscale_, which comes after the micro-steps).
+            loss = None
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+            if micro <= 1:
+                raise torch.OutOfMemoryError(
+                    f"pitstop.train.TrainStep: out of memory on {self.device} even with "
+                    f"micro-batches of 1 sample (batch of {n}): the model, its gradients, "
+                    f"optimizer state and one sample's activations do not fit. Use a smaller "
+                    f"model or sample, activation checkpointing, or shard the model (FSDP).")
+            new = max(1, micro // 2)
+            log.warning("pitstop.train: out of memory at micro-batch %d%s; retrying with %d "
+                        "(%d micro-steps per batch of %d)", micro,
+                        " (on at least one rank)" if distributed else "", new,
+                        mb.count_micro_steps(n, new), n)
+            micro = new
+
+    def _optimizer_step(self) -> None:
+        taken_before = self._taken[0]
+        if self.scaler is not None:
+            if self.clip_grad_norm is not None:
+                self.scaler.unscale_(self.optimizer)
+                self.last_grad_norm = self._clip()
+            self.scaler.step(self.optimizer)  # skips the step on inf/nan gradients
+            self.scaler.update()
+        else:
+            if self.clip_grad_norm is not None:
+                self.last_grad_norm = self._clip()
+            self.optimizer.step()
+        stepped = self._taken[0] > taken_before
+        self._last_skipped = not stepped
+        if stepped:
+            self.optimizer_steps += 1
+            if self.scheduler is not None:
+                self.scheduler.step()
+        else:
+            self.skipped_steps += 1
+            log.info("pitstop.train: optimizer step skipped by the GradScaler (inf/nan "
+                     "gradients; loss scale lowered); %d skipped so far", self.skipped_steps)
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def _clip(self) -> torch.Tensor:
+        assert self.clip_grad_norm is not None
+        fsdp_clip = getattr(self.model, "clip_grad_norm_", None)
+        if callable(fsdp_clip):  # FSDP1 shards gradients: its own method computes the global norm
+            return fsdp_clip(self.clip_grad_norm)
+        return torch.nn.utils.clip_grad_norm_(self.params, self.clip_grad_norm)
+
+    @property
+    def last_step_skipped(self) -> bool:
+        """Whether the GradScaler skipped the most recent optimizer step."""
+        return self._last_skipped
+
+    def __repr__(self) -> str:
+        return (f"TrainStep(precision={self.precision!r} ({self.precision_reason}), "
+                f"accumulate={self.accumulate}, micro_batch_size={self.micro_batch_size}, "
+                f"clip_grad_norm={self.clip_grad_norm}, microbatch={self.microbatch!r}, "
+                f"steps={self.optimizer_steps}, skipped={self.skipped_steps})")
+
+    def close(self) -> None:
+        """Remove the optimizer hook this step registered (optional; for long-lived optimizers)."""
+        self._hook.remove()
