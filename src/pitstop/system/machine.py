@@ -1,0 +1,237 @@
+"""Facts about the machine that the settings need: mounts, container, GPUs, tools.
+
+Everything is read through a :class:`~pitstop.sysroot.Sysroot`, so a fake tree under
+``--sysroot DIR`` is a complete stand-in for a machine, including two things that are
+not files on a real machine:
+
+- **GPUs.** On the live machine they are read through NVML
+  (:mod:`pitstop.telemetry.nvml`). A fake tree has no driver, so its GPUs are the
+  recorded NVML values in ``DIR/nvml.json`` (``{"gpus": [{...}, ...]}``, the field
+  names of :data:`pitstop.telemetry.nvml.GPU_FIELDS`). No ``nvml.json``: no GPU.
+- **Tools** (``nvidia-smi``, ``mount``). On the live machine they are found on
+  ``$PATH``; under a fake tree only inside it (``DIR/usr/bin``, ``DIR/usr/sbin``,
+  ``DIR/bin``, ``DIR/sbin``). So a test can never run the real ``nvidia-smi`` against a
+  real GPU by accident: a fake tree without a fake tool simply lacks the tool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from typing import Any
+
+from pitstop.sysroot import Sysroot
+
+__all__ = [
+    "GpuState",
+    "Mount",
+    "block_read_ahead_path",
+    "detect_container",
+    "find_tool",
+    "mem_total_bytes",
+    "mount_for",
+    "parse_mountinfo",
+    "read_gpus",
+]
+
+MOUNTINFO = "/proc/self/mountinfo"
+TOOL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+# How to install each external tool on Debian / Ubuntu.
+INSTALL_HINTS = {
+    "cpupower": "apt install linux-cpupower",
+    "nvidia-smi": "apt install nvidia-smi (Debian) or apt install nvidia-utils-<driver> (Ubuntu)",
+    "mount": "apt install mount",
+}
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One line of ``/proc/self/mountinfo`` (see proc(5))."""
+
+    mount_id: int
+    major: int
+    minor: int
+    root: str
+    mount_point: str
+    options: tuple[str, ...]
+    fstype: str
+    source: str
+    super_options: tuple[str, ...]
+
+    @property
+    def read_only(self) -> bool:
+        return "ro" in self.options or "ro" in self.super_options
+
+    def super_option(self, key: str) -> str | None:
+        for opt in self.super_options:
+            if opt.startswith(key + "="):
+                return opt.split("=", 1)[1]
+        return None
+
+
+def _unescape(field: str) -> str:
+    """mountinfo escapes space, tab, newline and backslash as ``\\ooo`` octal."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def parse_mountinfo(text: str) -> list[Mount]:
+    """Every well-formed line of a mountinfo file, in file order (later mounts shadow)."""
+    mounts: list[Mount] = []
+    for line in text.splitlines():
+        parts = line.split()
+        try:
+            sep = parts.index("-", 6)
+            major, minor = (int(x) for x in parts[2].split(":"))
+            mounts.append(Mount(
+                mount_id=int(parts[0]), major=major, minor=minor,
+                root=_unescape(parts[3]), mount_point=_unescape(parts[4]),
+                options=tuple(parts[5].split(",")), fstype=parts[sep + 1],
+                source=_unescape(parts[sep + 2]) if len(parts) > sep + 2 else "",
+                super_options=tuple(parts[sep + 3].split(",")) if len(parts) > sep + 3 else (),
+            ))
+        except (ValueError, IndexError):
+            continue
+    return mounts
+
+
+def read_mounts(sr: Sysroot) -> list[Mount]:
+    return parse_mountinfo(sr.read_text(MOUNTINFO) or "")
+
+
+def mount_for(path: str, mounts: list[Mount]) -> Mount | None:
+    """The mount that holds machine path ``path``: the longest mount point that is a
+    prefix of it; of equal ones the last mounted (it shadows the earlier)."""
+    path = os.path.normpath(path)
+    best: Mount | None = None
+    for m in mounts:
+        mp = m.mount_point
+        inside = path == mp or mp == "/" or path.startswith(mp.rstrip("/") + "/")
+        if inside and (best is None or len(mp) >= len(best.mount_point)):
+            best = m
+    return best
+
+
+def block_read_ahead_path(sr: Sysroot, major: int, minor: int) -> tuple[str | None, str]:
+    """The ``read_ahead_kb`` file for device ``major:minor`` and a description.
+
+    A partition (``sda1``, ``nvme0n1p2``) has no queue of its own: its readahead is the
+    whole disk's, one directory up. Device-mapper and md devices have their own queue.
+    Returns ``(None, reason)`` when there is no such file.
+    """
+    dev_dir = sr.realpath(f"/sys/dev/block/{major}:{minor}")
+    if dev_dir is None:
+        return None, f"no /sys/dev/block/{major}:{minor} (not a block device)"
+    name = os.path.basename(dev_dir)
+    if sr.exists(f"{dev_dir}/partition"):
+        disk_dir = os.path.dirname(dev_dir)
+        path = f"{disk_dir}/queue/read_ahead_kb"
+        desc = f"/dev/{os.path.basename(disk_dir)} (disk of partition {name})"
+    else:
+        path = f"{dev_dir}/queue/read_ahead_kb"
+        desc = f"/dev/{name}"
+    if not sr.exists(path):
+        return None, f"{desc} has no {path}"
+    return path, desc
+
+
+def detect_container(sr: Sysroot) -> str | None:
+    """The container runtime this machine (tree) runs in, or ``None`` for a host."""
+    if sr.exists("/.dockerenv"):
+        return "docker"
+    if sr.exists("/run/.containerenv"):
+        return "podman"
+    env = sr.read_text("/proc/1/environ") or ""
+    match = re.search(r"(?:^|\x00)container=([^\x00]+)", env)
+    if match:
+        return match.group(1)
+    cgroup = sr.read_text("/proc/1/cgroup") or ""
+    for marker in ("kubepods", "docker", "containerd", "lxc", "libpod"):
+        if marker in cgroup:
+            return "kubernetes" if marker == "kubepods" else marker
+    return None
+
+
+def mem_total_bytes(sr: Sysroot) -> int | None:
+    for line in (sr.read_text("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            try:
+                return int(line.split()[1]) * 1024
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def find_tool(sr: Sysroot, name: str) -> str | None:
+    """The path (a real one, to execute) of tool ``name`` on this machine, or ``None``."""
+    if sr.is_live:
+        return shutil.which(name)
+    for d in TOOL_DIRS:
+        candidate = sr.path(f"{d}/{name}")
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+@dataclass(frozen=True)
+class GpuState:
+    """What the GPU settings need to know about one GPU; ``None`` where NVML cannot say."""
+
+    index: int
+    name: str
+    bus_id: str
+    persistence: bool | None
+    power_limit_w: float | None
+    power_default_limit_w: float | None
+    power_max_limit_w: float | None
+
+
+GPU_SETTING_FIELDS = ("name", "pci_bus_id", "persistence_mode", "power_limit_w",
+                      "power_default_limit_w", "power_max_limit_w")
+FAKE_NVML = "nvml.json"
+
+
+def _gpu_from_snapshot(snap: dict[str, Any]) -> GpuState:
+    def num(key: str) -> float | None:
+        v = snap.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    pm = snap.get("persistence_mode")
+    return GpuState(
+        index=int(snap.get("index", 0)),
+        name=str(snap.get("name")) if isinstance(snap.get("name"), str) else "GPU",
+        bus_id=str(snap.get("pci_bus_id")) if isinstance(snap.get("pci_bus_id"), str) else "",
+        persistence=pm if isinstance(pm, bool) else None,
+        power_limit_w=num("power_limit_w"),
+        power_default_limit_w=num("power_default_limit_w"),
+        power_max_limit_w=num("power_max_limit_w"),
+    )
+
+
+def read_gpus(sr: Sysroot) -> tuple[list[GpuState], str]:
+    """The GPUs and, when there are none to show, why (``([], reason)``)."""
+    if not sr.is_live:
+        path = sr.path("/" + FAKE_NVML)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return [], "no NVIDIA GPU in this tree (no nvml.json)"
+        except (OSError, ValueError) as err:
+            return [], f"unreadable {path}: {err}"
+        gpus = [_gpu_from_snapshot(g) for g in doc.get("gpus", []) if isinstance(g, dict)]
+        return gpus, "" if gpus else "no GPU listed in nvml.json"
+    from pitstop.telemetry.nvml import GPU_FIELDS, NvmlUnavailableError, gpu_snapshot, nvml_session
+
+    fields = {k: GPU_FIELDS[k] for k in GPU_SETTING_FIELDS}
+    try:
+        with nvml_session() as nv:
+            count = int(nv.nvmlDeviceGetCount())
+            gpus = [_gpu_from_snapshot(gpu_snapshot(nv, i, fields)) for i in range(count)]
+    except NvmlUnavailableError as err:
+        return [], f"NVML unavailable: {err}"
+    except Exception as err:  # a broken driver must not crash `pitstop system show`
+        return [], f"NVML error: {err}"
+    return gpus, "" if gpus else "NVML reports no GPU"
