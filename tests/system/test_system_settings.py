@@ -71,6 +71,9 @@ def test_workstation_every_setting_differs_with_exact_changes(machine) -> None:
     assert shm.action == RunCommand(("mount", "-o", "remount,size=32768000k", "/dev/shm"))
     assert shm.undo == RunCommand(("mount", "-o", "remount,size=1048576k", "/dev/shm"))
     assert not any(c.blocked for x in r.values() for c in x.changes)
+    # the saved state is keyed by (setting, target): every change needs its own key
+    keys = [(c.setting, c.target) for x in r.values() for c in x.changes]
+    assert len(keys) == len(set(keys)) == 24
 
 
 def test_readahead_of_the_root_partition_uses_its_nvme_disk(machine) -> None:

@@ -17,6 +17,7 @@ import click
 
 from pitstop.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from pitstop.sysroot import Sysroot
+from pitstop.system.machine import INSTALL_HINTS, find_tool
 from pitstop.system.settings import (
     PROFILES,
     SETTING_NAMES,
@@ -212,16 +213,26 @@ def _print_show(m: Machine, readings: list[tuple[Setting, Reading]],
         console.print(f"{len(differ)} setting(s) differ: {', '.join(differ)}. "
                       f"See the exact changes: {_suggest(m, 'apply', tuple(differ))}")
     if m.read_only_reason("/sys/devices/system/cpu") or m.container:
-        hosts = [(s.name, r.host_command) for s, r in readings
-                 if r.status is Status.DIFFERS and r.host_command]
-        if hosts:
-            console.print("[bold]On the host:[/]")
-            for name, cmd in hosts:
-                console.print(f"  {cmd}    [dim]# {name}[/]")
+        _print_host_commands(console, m, readings, blocked_only=False)
     if state is not None:
         console.print(f"pitstop changed this machine on {state.created} "
                       f"({len(state.entries)} values saved in {STATE_PATH}); "
                       "`sudo pitstop system revert --yes` restores them.")
+
+
+def _print_host_commands(console: Any, m: Machine, readings: list[tuple[Setting, Reading]],
+                         *, blocked_only: bool) -> None:
+    """What an admin runs by hand (on the host, for a container) for each setting."""
+    hosts = [(s.name, r.host_command) for s, r in readings
+             if r.status is Status.DIFFERS and r.host_command
+             and (not blocked_only or any(c.blocked for c in r.changes))]
+    if hosts:
+        console.print("[bold]On the host (or by hand), run:[/]")
+        for name, cmd in hosts:
+            console.print(f"  {cmd}    [dim]# {name}[/]", soft_wrap=True)
+        if any("cpupower" in cmd for _, cmd in hosts) and find_tool(m.sr, "cpupower") is None:
+            console.print(f"  [dim](cpupower is not installed here: "
+                          f"{INSTALL_HINTS['cpupower']})[/]")
 
 
 # ---------------------------------------------------------------- apply
@@ -234,11 +245,10 @@ def _print_plan(m: Machine, readings: list[tuple[Setting, Reading]],
         console.print("[bold]Dry run[/]: nothing was changed. Exact writes and commands:"
                       if changes else "Dry run: nothing to change.")
     for s, r in readings:
-        mine = [c for c in r.changes]
-        if not mine:
+        if not r.changes:
             continue
         console.print(f"[bold]{s.name}[/]  {r.current} -> {r.wanted}")
-        for c in mine:
+        for c in r.changes:
             line = f"  {c.action.describe()}"
             if c.blocked:
                 line = f"  [dim]{c.action.describe()}[/]  [red]skipped: {c.blocked}[/]"
@@ -251,6 +261,7 @@ def _print_plan(m: Machine, readings: list[tuple[Setting, Reading]],
             console.print(f"[dim]{s.name}: {r.status.value}: {r.detail}[/]")
     for note in _environment_notes(m):
         console.print(f"[bold]note:[/] {note}")
+    _print_host_commands(console, m, readings, blocked_only=True)
 
 
 @system.command()
@@ -306,6 +317,8 @@ def apply(profile: str, only: tuple[str, ...], yes: bool, persist: bool, data: s
                                "plan": plan, "outcome": outcome.to_dict()}, indent=2))
     else:
         _print_outcome(outcome, "applied")
+        if outcome.skipped:
+            _print_host_commands(_console(), m, readings, blocked_only=True)
     return EXIT_OK if outcome.ok and not outcome.skipped else EXIT_FINDINGS
 
 

@@ -55,6 +55,7 @@ CPU_DIR = "/sys/devices/system/cpu"
 CSTATE_LATENCY_LIMIT_US = 99  # tuned accelerator-performance: force_latency=99
 SWAPPINESS_WANTED = 10
 READAHEAD_WANTED_KB = 4096
+SHM_ENOUGH_BYTES = 16 * 2**30
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 
@@ -212,8 +213,8 @@ def _unique_paths(m: Machine, paths: list[tuple[str, str]]) -> list[tuple[str, s
     return out
 
 
-def _per_cpu(m: Machine, setting: str, rel: str, wanted: str) -> tuple[dict[str, str],
-                                                                         list[Change]]:
+def _per_cpu(m: Machine, setting: str, rel: str, wanted: str, label: str = ""
+             ) -> tuple[dict[str, str], list[Change]]:
     values: dict[str, str] = {}
     changes: list[Change] = []
     paths = []
@@ -225,7 +226,8 @@ def _per_cpu(m: Machine, setting: str, rel: str, wanted: str) -> tuple[dict[str,
             paths.append((cpu, path))
     for cpu, path in _unique_paths(m, paths):
         if values[cpu] != wanted:
-            changes.append(_file_change(m, setting, cpu, path, values[cpu], wanted))
+            target = f"{cpu} {label}" if label else cpu
+            changes.append(_file_change(m, setting, target, path, values[cpu], wanted))
     return values, changes
 
 
@@ -262,8 +264,8 @@ def inspect_governor(m: Machine) -> Reading:
 def inspect_energy_preference(m: Machine) -> Reading:
     name = "energy-preference"
     epp_values, epp_changes = _per_cpu(
-        m, name, "cpufreq/energy_performance_preference", "performance")
-    epb_values, epb_changes = _per_cpu(m, name, "power/energy_perf_bias", "0")
+        m, name, "cpufreq/energy_performance_preference", "performance", "EPP")
+    epb_values, epb_changes = _per_cpu(m, name, "power/energy_perf_bias", "0", "EPB")
     if not epp_values and not epb_values:
         return Reading(name, "none", "performance", Status.UNSUPPORTED,
                        "neither energy_performance_preference (HWP/CPPC) nor "
@@ -321,7 +323,7 @@ def inspect_cstate_latency(m: Machine) -> Reading:
     limit = CSTATE_LATENCY_LIMIT_US
     wanted = f"no idle state deeper than {limit} µs"
     host = f"cpupower idle-set -D {limit}"
-    deep_enabled: dict[str, tuple[int, str]] = {}  # state name -> (latency, cpus)
+    deep_enabled: dict[str, int] = {}  # state name -> exit latency (µs)
     cpus_with_idle = 0
     paths: list[tuple[str, str]] = []
     labels: dict[str, str] = {}
@@ -336,9 +338,11 @@ def inspect_cstate_latency(m: Machine) -> Reading:
             if latency is None or disabled is None or latency <= limit or disabled == "1":
                 continue
             label = m.sr.read_text(f"{base}/{st}/name") or st
-            deep_enabled[label] = (latency, "")
-            paths.append((f"{cpu} {label}", f"{base}/{st}/disable"))
-            labels[f"{cpu} {label}"] = f"{label} ({latency} µs) enabled"
+            deep_enabled[label] = latency
+            # the state directory keeps the key unique if two states share a name
+            target = f"{cpu} {label} ({st})"
+            paths.append((target, f"{base}/{st}/disable"))
+            labels[target] = f"{label} ({latency} µs) enabled"
     if cpus_with_idle == 0:
         return Reading(name, "none", wanted, Status.UNSUPPORTED,
                        "no cpuidle states in sysfs (a VM, or idle=poll)", host_command=host)
@@ -346,8 +350,7 @@ def inspect_cstate_latency(m: Machine) -> Reading:
                for target, path in _unique_paths(m, paths)]
     if deep_enabled:
         current = "enabled: " + ", ".join(
-            f"{lbl} {lat} µs" for lbl, (lat, _) in sorted(deep_enabled.items(),
-                                                          key=lambda kv: kv[1][0]))
+            f"{lbl} {lat} µs" for lbl, lat in sorted(deep_enabled.items(), key=lambda kv: kv[1]))
     else:
         current = f"none deeper than {limit} µs enabled"
     return _reading(name, current, wanted, changes, host,
@@ -538,18 +541,21 @@ def inspect_shm(m: Machine) -> Reading:
     name = "shm"
     total = mem_total_bytes(m.sr)
     size, _source = shm_size_bytes(m)
-    wanted_bytes = (total // 2) if total else None
-    wanted = (f">= {_size_text(wanted_bytes)} (half of RAM)" if wanted_bytes
-              else ">= half of RAM")
-    if size is None or wanted_bytes is None:
-        return Reading(name, "unknown", wanted, Status.UNKNOWN, _source if size is None
+    if size is None or total is None:
+        return Reading(name, "unknown", f">= {_size_text(SHM_ENOUGH_BYTES)} or half of RAM",
+                       Status.UNKNOWN, _source if size is None
                        else "cannot read MemTotal from /proc/meminfo")
+    # Enough: half of RAM (the kernel's tmpfs default) or 16 GiB, whichever is less —
+    # a 16 GiB /dev/shm on a 1 TiB box is plenty for any DataLoader.
+    enough = min(total // 2, SHM_ENOUGH_BYTES)
+    wanted = f">= {_size_text(enough)}"
+    wanted_bytes = total // 2  # what pitstop grows it to: the kernel's default
     wanted_k = wanted_bytes // 1024
     docker = f"docker run --shm-size={max(1, wanted_bytes // 2**30)}g ..."
     remount = f"mount -o remount,size={wanted_k}k /dev/shm"
     host = docker if m.container else remount
     # 1% slack: tmpfs rounds the size to pages.
-    if size >= wanted_bytes * 0.99:
+    if size >= enough * 0.99:
         return _reading(name, _size_text(size), wanted, [], host)
     detail = ("a remount lasts until reboot; make it permanent in /etc/fstab "
               "(tmpfs /dev/shm tmpfs defaults,size=...)")
