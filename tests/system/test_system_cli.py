@@ -255,6 +255,23 @@ def test_state_that_cannot_be_saved_means_nothing_changes(pitstop_cli, machine,
     assert digest(root) == before
 
 
+def test_concurrent_runs_are_refused(pitstop_cli, machine, digest) -> None:
+    import fcntl
+
+    root = machine(WS)
+    lockdir = root / "var/lib/pitstop"
+    lockdir.mkdir(parents=True)
+    before = digest(root)
+    fd = os.open(lockdir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as another `pitstop system apply` would
+        err = one_line_error(sys_cli(pitstop_cli, root, "apply", "--yes"))
+        assert "another `pitstop system apply/revert` is running" in err
+    finally:
+        os.close(fd)
+    assert digest(root) == before
+
+
 def test_revert_keeps_what_it_could_not_restore(pitstop_cli, machine) -> None:
     root = machine(WS)
     assert sys_cli(pitstop_cli, root, "apply", "--yes", "--only", "boost,swappiness"

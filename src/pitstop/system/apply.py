@@ -18,18 +18,21 @@ as ``/`` is root's. The live machine always needs euid 0.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shlex
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from pitstop.errors import UsageError
 from pitstop.sysroot import Sysroot
 from pitstop.system.actions import ActionError, perform
 from pitstop.system.machine import read_gpus
 from pitstop.system.settings import SETTING_NAMES, Change
 from pitstop.system.state import STATE_PATH, UNIT_PATH, WANTS_LINK, SavedEntry, State
 
-__all__ = ["Outcome", "apply_changes", "may_change", "revert_state", "unit_text"]
+__all__ = ["Outcome", "apply_changes", "exclusive", "may_change", "revert_state", "unit_text"]
 
 
 def may_change(sr: Sysroot) -> str:
@@ -70,6 +73,30 @@ class Outcome:
                 "failed": self.failed, "rolled_back": self.rolled_back,
                 "rollback_failed": self.rollback_failed, "persisted": self.persisted,
                 "state_path": self.state_path, "state_removed": self.state_removed}
+
+
+@contextlib.contextmanager
+def exclusive(sr: Sysroot) -> Iterator[None]:
+    """Hold an exclusive lock on the state directory while reading the plan, saving
+    and changing, so that two applies (or an apply and a revert) cannot interleave.
+
+    Raises ``OSError`` when the state directory cannot be created (then nothing may be
+    changed) and :class:`UsageError` when another run holds the lock.
+    """
+    directory = sr.path(STATE_PATH).parent
+    directory.mkdir(parents=True, exist_ok=True)  # OSError: state cannot be saved here
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError("another `pitstop system apply/revert` is running on this "
+                             "machine; wait for it to finish") from None
+        yield
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            directory.rmdir()  # only when empty: leave no trace when nothing was saved
 
 
 def _order(setting: str) -> int:
@@ -156,6 +183,7 @@ def apply_changes(sr: Sysroot, changes: list[Change], *, persist_unit: str | Non
                   ) -> Outcome:
     """Save the undo of every change, then make them; roll back at the first failure.
 
+    Call it inside :func:`exclusive`, around reading the plan as well.
     ``persist_unit``: the unit file text to install as well (``--persist``).
     Raises ``OSError`` when the state file cannot be written (nothing was changed).
     """
@@ -164,7 +192,6 @@ def apply_changes(sr: Sysroot, changes: list[Change], *, persist_unit: str | Non
     out.skipped = [f"{c.setting} {c.target}: {c.blocked}" for c in changes if c.blocked]
     if not runnable and persist_unit is None:
         return out
-
     before = State.load(sr)
     state = State.load(sr) or State()
     saved = state.keys()
@@ -212,15 +239,31 @@ def apply_changes(sr: Sysroot, changes: list[Change], *, persist_unit: str | Non
     known = restored.keys()
     restored.entries += [e for e in still_saved if e.key not in known]
     if restored.entries or restored.persist:
-        restored.save(sr)
+        try:
+            restored.save(sr)
+        except OSError as err:  # the state saved at the start still lists every value
+            out.rollback_failed.append(f"cannot update {STATE_PATH}: {err.strerror or err}")
     else:
         State.remove(sr)
         out.state_removed = True
     return out
 
 
-def revert_state(sr: Sysroot, state: State) -> Outcome:
-    """Carry out every saved undo (table order); remove the state file when all worked."""
+def revert_state(sr: Sysroot) -> Outcome | None:
+    """Carry out every saved undo (table order); remove the state file when all worked.
+
+    ``None`` when there is nothing saved.
+    """
+    if State.load(sr) is None:
+        return None
+    with exclusive(sr):
+        state = State.load(sr)
+        if state is None:  # another revert finished first
+            return None
+        return _revert_locked(sr, state)
+
+
+def _revert_locked(sr: Sysroot, state: State) -> Outcome:
     out = Outcome(state_path=STATE_PATH)
     failed: list[SavedEntry] = []
     for e in sorted(state.entries, key=lambda e: _order(e.setting)):
@@ -232,7 +275,8 @@ def revert_state(sr: Sysroot, state: State) -> Outcome:
             out.rollback_failed.append(f"{e.setting} {e.target}: {err}")
     out.persisted = _remove_paths(sr, state.persist)
     if failed:
-        State(failed, [], state.created).save(sr)
+        with contextlib.suppress(OSError):  # else the old file, a superset, stays
+            State(failed, [], state.created).save(sr)
         out.failed = f"{len(failed)} of {len(state.entries)} values could not be restored"
     else:
         State.remove(sr)

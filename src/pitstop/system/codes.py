@@ -44,11 +44,7 @@ _DETAILS: dict[str, tuple[str, str, str, str, tuple[str, ...]]] = {
         "deep-cstates-enabled",
         "$ grep . /sys/devices/system/cpu/cpu0/cpuidle/state*/{name,latency}\n"
         ".../state3/name:C6\n.../state3/latency:170",
-        "`cpuidle/stateN/latency` and `disable` of every CPU; pitstop disables the states "
-        "slower than 99 µs to wake (what `cpupower idle-set -D 99` does). The PM QoS way, "
-        "writing to /dev/cpu_dma_latency, lasts only while a process holds the file open, "
-        "so pitstop (which exits) uses the sysfs switches, and `--persist` re-applies them "
-        "at boot.",
+        "`cpuidle/stateN/latency` and `disable` of every CPU",
         "Costs idle power and can lower the turbo headroom of busy cores.",
         ("https://docs.kernel.org/admin-guide/pm/cpuidle.html",
          "https://docs.kernel.org/power/pm_qos_interface.html", TUNED)),
@@ -89,12 +85,29 @@ _DETAILS: dict[str, tuple[str, str, str, str, tuple[str, ...]]] = {
     "shm": (
         "shm-small",
         "$ df -h /dev/shm\nFilesystem Size Used Avail Use% Mounted on\nshm 64M 0 64M 0% /dev/shm",
-        "the size of the /dev/shm tmpfs; pitstop grows it (never shrinks) with "
-        "`mount -o remount,size=...k /dev/shm`, except in a container, where the runtime "
-        "sets it (`docker run --shm-size=...`)",
+        "the size of the /dev/shm tmpfs (mountinfo's size= option)",
         "Safe when growing: tmpfs uses memory only for what is stored. Lasts until "
         "reboot; make it permanent in /etc/fstab.",
         ("https://pytorch.org/docs/stable/data.html#multi-process-data-loading",)),
+}
+
+
+# How pitstop changes a setting, where that is not a plain sysfs/procfs write.
+_HOW_CHANGED = {
+    "cstate-latency":
+        "pitstop disables the idle states slower than 99 µs to wake through their sysfs "
+        "`disable` switches (as `cpupower idle-set -D 100` does, except that pitstop does "
+        "not re-enable lighter states someone disabled). The PM QoS way that tuned uses, "
+        "writing to /dev/cpu_dma_latency, lasts only while a process keeps the file open; "
+        "pitstop exits, so it uses the switches, which last until reboot; `--persist` "
+        "re-applies them at boot.",
+    "gpu-persistence": "pitstop runs `nvidia-smi -i N -pm 1` (NVML has no other interface "
+                       "for it) and reads the mode back.",
+    "gpu-power-limit": "pitstop runs `nvidia-smi -i N -pl DEFAULT` and reads the limit back "
+                       "(nvidia-smi can report success on a board whose limit is locked).",
+    "shm": "pitstop grows it (never shrinks it) to half of RAM with "
+           "`mount -o remount,size=...k /dev/shm`; in a container the runtime sets it, so "
+           "pitstop only prints the `docker run --shm-size=...` to use instead.",
 }
 
 
@@ -105,7 +118,8 @@ def _docs() -> list[CodeDoc]:
         docs.append(CodeDoc(
             code=s.code, name=name, title=s.title, category="os",
             severity=Severity.WARNING,
-            what=f"Reads {how} and compares it with the value training wants.",
+            what=(f"Reads {how} and compares it with the value training wants."
+                  + (f" {_HOW_CHANGED[s.name]}" if s.name in _HOW_CHANGED else "")),
             why=s.why,
             example=f"```console\n{example}\n```",
             fix=(f"```console\n$ pitstop system apply --only {s.name}          # the exact writes\n"

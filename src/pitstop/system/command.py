@@ -277,44 +277,47 @@ def _print_plan(m: Machine, readings: list[tuple[Setting, Reading]],
 def apply(profile: str, only: tuple[str, ...], yes: bool, persist: bool, data: str | None,
           sysroot: str | None, as_json: bool) -> int:
     """Bring settings to their training values: a dry run unless --yes (and root)."""
-    from pitstop.system.apply import apply_changes, boot_argv, may_change, unit_text
+    from pitstop.system.apply import apply_changes, boot_argv, exclusive, may_change, unit_text
 
     sr = _sysroot(sysroot)
     names = _names(only, profile)
     data_path = _data_path(sr, data)
-    if yes:
-        refusal = may_change(sr)
-        if refusal:
-            raise UsageError(f"{refusal}: nothing was changed; rerun as root "
-                             "(sudo pitstop system apply --yes ...), or drop --yes to see "
-                             "the plan")
-    m = Machine.probe(sr, data_path, gpus=any(n.startswith("gpu-") for n in names))
-    readings = inspect_all(m, names)
-    changes = [c for _, r in readings for c in r.changes]
-    plan = [c.to_dict() for c in changes]
     if not yes:
+        m = Machine.probe(sr, data_path, gpus=any(n.startswith("gpu-") for n in names))
+        readings = inspect_all(m, names)
+        changes = [c for _, r in readings for c in r.changes]
         if as_json:
             click.echo(json.dumps({"dry_run": True, "environment": _environment(m),
-                                   "plan": plan}, indent=2))
-        else:
-            _print_plan(m, readings, changes, dry_run=True)
-            if any(not c.blocked for c in changes) or persist:
-                extra = ("--yes", "--persist") if persist else ("--yes",)
-                click.echo("To apply: sudo " + _suggest(m, "apply", names if only else (),
-                                                        extra))
-                click.echo(f"(previous values are saved to {STATE_PATH} first; "
-                           "`sudo pitstop system revert --yes` restores them)")
+                                   "plan": [c.to_dict() for c in changes]}, indent=2))
+            return EXIT_OK
+        _print_plan(m, readings, changes, dry_run=True)
+        if any(not c.blocked for c in changes) or persist:
+            extra = ("--yes", "--persist") if persist else ("--yes",)
+            click.echo("To apply: sudo " + _suggest(m, "apply", names if only else (), extra))
+            click.echo(f"(previous values are saved to {STATE_PATH} first; "
+                       "`sudo pitstop system revert --yes` restores them)")
         return EXIT_OK
 
+    refusal = may_change(sr)
+    if refusal:
+        raise UsageError(f"{refusal}: nothing was changed; rerun as root "
+                         "(sudo pitstop system apply --yes ...), or drop --yes to see "
+                         "the plan")
     unit = unit_text(boot_argv(sr, names, data_path)) if persist else None
     try:
-        outcome = apply_changes(sr, changes, persist_unit=unit)
+        # The plan is read under the lock, so the saved values are the ones overwritten.
+        with exclusive(sr):
+            m = Machine.probe(sr, data_path, gpus=any(n.startswith("gpu-") for n in names))
+            readings = inspect_all(m, names)
+            changes = [c for _, r in readings for c in r.changes]
+            outcome = apply_changes(sr, changes, persist_unit=unit)
     except OSError as err:
-        raise UsageError(f"cannot save the previous values to {sr.path(STATE_PATH)} "
+        raise UsageError(f"cannot save the previous values under {sr.path(STATE_PATH).parent} "
                          f"({err.strerror or err}); nothing was changed") from None
     if as_json:
         click.echo(json.dumps({"dry_run": False, "environment": _environment(m),
-                               "plan": plan, "outcome": outcome.to_dict()}, indent=2))
+                               "plan": [c.to_dict() for c in changes],
+                               "outcome": outcome.to_dict()}, indent=2))
     else:
         _print_outcome(outcome, "applied")
         if outcome.skipped:
@@ -393,7 +396,10 @@ def revert(yes: bool, sysroot: str | None, as_json: bool) -> int:
     if refusal:
         raise UsageError(f"{refusal}: nothing was changed; rerun as root "
                          "(sudo pitstop system revert --yes)")
-    outcome = revert_state(sr, state)
+    outcome = revert_state(sr)
+    if outcome is None:
+        click.echo("Nothing to revert: the saved state is gone (another revert?).")
+        return EXIT_OK
     if as_json:
         click.echo(json.dumps({"dry_run": False, "outcome": outcome.to_dict()}, indent=2))
     else:

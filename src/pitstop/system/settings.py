@@ -322,7 +322,9 @@ def inspect_cstate_latency(m: Machine) -> Reading:
     name = "cstate-latency"
     limit = CSTATE_LATENCY_LIMIT_US
     wanted = f"no idle state deeper than {limit} µs"
-    host = f"cpupower idle-set -D {limit}"
+    # cpupower's -D disables states with latency >= its argument (and re-enables
+    # lighter ones, which pitstop leaves alone).
+    host = f"cpupower idle-set -D {limit + 1}"
     deep_enabled: dict[str, int] = {}  # state name -> exit latency (µs)
     cpus_with_idle = 0
     paths: list[tuple[str, str]] = []
