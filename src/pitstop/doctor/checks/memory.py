@@ -1,0 +1,132 @@
+"""Memory layer: /dev/shm for DataLoader workers, swap, available memory, hugepages."""
+
+from __future__ import annotations
+
+from pitstop.doctor import remedies
+from pitstop.doctor.checks.base import (
+    CannotCheck,
+    Facts,
+    Outcome,
+    check,
+    gib,
+    ok,
+    problem,
+    section,
+    warning,
+)
+from pitstop.findings import Remedy
+
+# DataLoader workers hand every batch to the main process through /dev/shm. A typical
+# image batch (256 x 3 x 224 x 224 float32) is 154 MB; 8 workers x prefetch_factor 2
+# keep 16 in flight: about 2.5 GB. Below 1 GiB even small setups die with "bus error".
+SHM_PROBLEM_BYTES = 1 << 30
+SHM_WARNING_BYTES = 4 << 30
+
+
+@check("DR050", "memory", 88)
+def shm_size(facts: Facts) -> Outcome:
+    mem = section(facts, "memory")
+    shm = mem.get("shm") or {}
+    if not shm.get("mounted") and "size_bytes" not in shm:
+        raise CannotCheck("/dev/shm is not mounted (DataLoader workers will fail to share "
+                          "tensors)")
+    size = shm.get("size_bytes")
+    if size is None:
+        raise CannotCheck(f"the size of /dev/shm is unknown (size option {shm.get('size_option')!r})")
+    container = facts.get("container") or {}
+    ev = {"shm_size": gib(size), "shm_bytes": size, "source": shm.get("source"),
+          "in_container": container.get("in_container"),
+          "needed_estimate": "~2.5 GB for 8 workers x 2 prefetched 154 MB batches"}
+    if size >= SHM_WARNING_BYTES:
+        return ok(f"/dev/shm is {gib(size)}", **ev)
+    if container.get("in_container"):
+        if container.get("kubernetes"):
+            fix = ("# Kubernetes: mount a memory-backed emptyDir at /dev/shm\n"
+                   "volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 16Gi}}]\n"
+                   "volumeMounts: [{name: dshm, mountPath: /dev/shm}]")
+        else:
+            fix = ("docker run --shm-size=16g ...   # or --ipc=host (shares the host's /dev/shm)\n"
+                   "# docker compose: shm_size: '16gb'")
+    else:
+        fix = ("sudo mount -o remount,size=16G /dev/shm\n"
+               "# permanent: in /etc/fstab  tmpfs /dev/shm tmpfs defaults,size=16G 0 0\n"
+               + remedies.system_apply("shm"))
+    msg = (f"/dev/shm is only {gib(size)}: DataLoader workers crash with 'bus error' or "
+           "'No space left on device' once batches are big")
+    if size < SHM_PROBLEM_BYTES:
+        return problem(msg, Remedy.shell(fix), **ev)
+    return warning(msg.replace("crash", "can crash"), Remedy.shell(fix), **ev)
+
+
+@check("DR051", "memory", 60)
+def swap_in_use(facts: Facts) -> Outcome:
+    mem = section(facts, "memory")
+    total, free = mem.get("swap_total_bytes"), mem.get("swap_free_bytes")
+    if total is None or free is None:
+        raise CannotCheck("SwapTotal/SwapFree missing from /proc/meminfo")
+    used = total - free
+    ev = {"swap_total": gib(total), "swap_used": gib(used)}
+    if total == 0:
+        return ok("no swap configured", **ev)
+    if used > (1 << 30) or (total and used > 0.25 * total):
+        return warning(f"{gib(used)} of swap in use: memory was short; pages of the dataset, "
+                       "model or workers may be read back from disk",
+                       Remedy.shell("free -h; ps aux --sort=-rss | head   # who uses the memory\n"
+                                    "sudo swapoff -a && sudo swapon -a   # move swapped pages "
+                                    "back (needs enough free RAM)"), **ev)
+    return ok(f"{gib(used)} of {gib(total)} swap in use", **ev)
+
+
+@check("DR052", "memory", 25)
+def swappiness(facts: Facts) -> Outcome:
+    mem = section(facts, "memory")
+    sw = mem.get("swappiness")
+    if sw is None:
+        raise CannotCheck("/proc/sys/vm/swappiness is not readable")
+    ev = {"vm_swappiness": sw, "swap_total": gib(mem.get("swap_total_bytes") or 0)}
+    if not mem.get("swap_total_bytes"):
+        return ok(f"vm.swappiness={sw}, no swap configured", **ev)
+    if sw > 10:
+        return warning(f"vm.swappiness={sw}: the kernel swaps out idle memory early (dataset "
+                       "page cache, worker memory)",
+                       Remedy.shell("sudo sysctl -w vm.swappiness=10\n"
+                                    "echo 'vm.swappiness=10' | sudo tee "
+                                    "/etc/sysctl.d/99-pitstop.conf\n"
+                                    + remedies.system_apply("swappiness")), **ev)
+    return ok(f"vm.swappiness={sw}", **ev)
+
+
+@check("DR053", "memory", 50)
+def memory_available(facts: Facts) -> Outcome:
+    mem = section(facts, "memory")
+    total, avail = mem.get("mem_total_bytes"), mem.get("mem_available_bytes")
+    if not total or avail is None:
+        raise CannotCheck("MemTotal/MemAvailable missing from /proc/meminfo")
+    pct = 100.0 * avail / total
+    ev = {"mem_available": gib(avail), "mem_total": gib(total), "available_pct": round(pct, 1)}
+    if avail < (2 << 30) or pct < 10:
+        return warning(f"only {gib(avail)} ({pct:.0f} %) of {gib(total)} memory available: "
+                       "workers, pinned buffers and the page cache will compete",
+                       Remedy.shell("ps aux --sort=-rss | head -15   # stop what is not needed"),
+                       **ev)
+    return ok(f"{gib(avail)} of {gib(total)} available", **ev)
+
+
+@check("DR054", "memory", 20)
+def transparent_hugepages(facts: Facts) -> Outcome:
+    mem = section(facts, "memory")
+    enabled, defrag = mem.get("thp_enabled"), mem.get("thp_defrag")
+    if enabled is None:
+        raise CannotCheck("/sys/kernel/mm/transparent_hugepage is not exposed")
+    ev = {"thp_enabled": enabled, "thp_defrag": defrag}
+    fix = Remedy.shell("echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled\n"
+                       "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/defrag\n"
+                       + remedies.system_apply("thp"), "resets at reboot")
+    if enabled == "never":
+        return warning("transparent hugepages disabled: large host tensors and pinned buffers "
+                       "use 4 KiB pages (more TLB misses); PyTorch's THP_MEM_ALLOC_ENABLE=1 "
+                       "cannot work", fix, **ev)
+    if defrag == "always":
+        return warning("THP defrag=always: allocations stall for direct compaction (latency "
+                       "spikes in workers)", fix, **ev)
+    return ok(f"transparent hugepages {enabled}, defrag {defrag}", **ev)

@@ -1,0 +1,159 @@
+"""Storage layer: what kind of disk or filesystem the training data is read from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pitstop.doctor.checks.base import (
+    CannotCheck,
+    Facts,
+    Outcome,
+    check,
+    gib,
+    ok,
+    problem,
+    section,
+    warning,
+)
+from pitstop.findings import Remedy
+
+NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "afs",
+              "lustre", "beegfs", "gpfs", "davfs", "virtiofs"}
+FUSE_NAMES = ("sshfs", "s3fs", "gcsfuse", "rclone", "goofys", "mountpoint-s3", "blobfuse",
+              "juicefs")
+
+COPY_LOCAL = ("Copy the dataset to a local NVMe/SSD before training, e.g.\n"
+              "rsync -a --info=progress2 {path}/ /local/nvme/dataset/\n"
+              "then point the training script (and `pitstop doctor --data`) at the copy.")
+
+
+def _chain_text(st: dict[str, Any]) -> str:
+    parts = []
+    for node in st.get("chain", []):
+        label = node.get("name") or node.get("fstype") or node["kind"]
+        if node["kind"] == "dm" and node.get("dm_name"):
+            label = f"{label} ({node['dm_name']})"
+        if node["kind"] == "loop" and node.get("backing_file"):
+            label = f"{label} -> {node['backing_file']}"
+        parts.append(f"{node['kind']} {label}" if node["kind"] != "disk" else label)
+    return " -> ".join(parts)
+
+
+def _disk_text(d: dict[str, Any]) -> str:
+    if d.get("transport") == "virtio":
+        kind = "virtual disk"  # virtio-blk reports rotational=1 whatever backs it
+    else:
+        kind = {1: "HDD", 0: "SSD"}.get(d.get("rotational"), "disk")  # type: ignore[arg-type]
+    model = f" {d['model']}" if d.get("model") else ""
+    return f"{d['name']} ({d.get('transport')} {kind}{model}, {gib(d.get('size_bytes'))})"
+
+
+def _base_evidence(st: dict[str, Any]) -> dict[str, Any]:
+    return {"path": st.get("path"), "filesystem": st.get("fstype"),
+            "mountpoint": st.get("mountpoint"), "chain": _chain_text(st),
+            "disks": [_disk_text(d) for d in st.get("disks", [])]}
+
+
+@check("DR030", "storage", 75)
+def rotational(facts: Facts) -> Outcome:
+    st = section(facts, "storage")
+    disks = st.get("disks") or []
+    ev = _base_evidence(st)
+    if not disks:
+        raise CannotCheck(f"no block device behind {st.get('fstype')} at {st.get('mountpoint')} "
+                          f"({_chain_text(st) or 'nothing found'})")
+    spinning = [d for d in disks if d.get("rotational") == 1 and d.get("transport") != "virtio"]
+    if not spinning:
+        unknown = [d for d in disks if d.get("rotational") is None]
+        if unknown and len(unknown) == len(disks):
+            raise CannotCheck("the disks do not report whether they rotate")
+        return ok("data on non-rotational storage: " + ", ".join(_disk_text(d) for d in disks),
+                  **ev)
+    return problem(f"data on a spinning disk ({', '.join(_disk_text(d) for d in spinning)}): "
+                   "about 100-200 random reads/s, far below what a DataLoader needs",
+                   Remedy.shell(COPY_LOCAL.format(path=st.get("path"))), **ev)
+
+
+@check("DR031", "storage", 70)
+def network_fs(facts: Facts) -> Outcome:
+    st = section(facts, "storage")
+    fstype = str(st.get("fstype") or "")
+    source = str(st.get("source") or "")
+    ev = _base_evidence(st) | {"source": source}
+    fuse_kind = next((n for n in FUSE_NAMES if n in fstype or n in source), None)
+    if fstype in NETWORK_FS or fstype.split(".")[0] in NETWORK_FS:
+        kind = f"network filesystem {fstype}"
+    elif fstype.startswith("fuse"):
+        kind = f"FUSE filesystem {fuse_kind or fstype}"
+    else:
+        return ok(f"data on a local {fstype} filesystem", **ev)
+    return warning(f"data on a {kind} ({source}): every small-file read pays a network round "
+                   "trip",
+                   Remedy.shell(COPY_LOCAL.format(path=st.get("path"))
+                                + "\n# or pack samples into large shards (WebDataset/tar) read "
+                                  "sequentially"), **ev)
+
+
+@check("DR032", "storage", 55)
+def usb_disk(facts: Facts) -> Outcome:
+    st = section(facts, "storage")
+    disks = st.get("disks") or []
+    if not disks:
+        raise CannotCheck("no block device behind the data path")
+    usb = [d for d in disks if d.get("transport") == "usb"]
+    ev = _base_evidence(st)
+    if not usb:
+        return ok("data not on a USB disk: " + ", ".join(
+            f"{d['name']} via {d.get('transport')}" for d in disks), **ev)
+    return warning(f"data on a USB-attached disk ({', '.join(_disk_text(d) for d in usb)})",
+                   Remedy.shell(COPY_LOCAL.format(path=st.get("path"))), **ev)
+
+
+@check("DR033", "storage", 35)
+def free_space(facts: Facts) -> Outcome:
+    st = section(facts, "storage")
+    total, free = st.get("total_bytes"), st.get("free_bytes")
+    if total is None or free is None:
+        raise CannotCheck(st.get("statvfs_error") or "free space unknown")
+    pct = 100.0 * free / total if total else 0.0
+    ev = {"mountpoint": st.get("mountpoint"), "free": gib(free), "total": gib(total),
+          "free_pct": round(pct, 1)}
+    if free < (5 << 30) or pct < 5:
+        return warning(f"only {gib(free)} ({pct:.1f} %) free on {st.get('mountpoint')}: "
+                       "checkpoints and caches will fail to write",
+                       Remedy.shell(f"du -xh --max-depth=2 {st.get('mountpoint')} | sort -h | "
+                                    "tail -20   # find what to delete"), **ev)
+    return ok(f"{gib(free)} ({pct:.0f} %) free", **ev)
+
+
+# A DataLoader reading ImageNet-sized JPEGs (~110 KiB) at 2,000 images/s needs about
+# 220 MB/s of random 128 KiB reads; half of that is a warning, a quarter a problem.
+IO_NEED_MBPS = 220.0
+
+
+@check("DR034", "storage", 72)
+def random_read_speed(facts: Facts) -> Outcome:
+    io = section(facts, "io")
+    if not io.get("measured"):
+        raise CannotCheck(io.get("reason") or io.get("error") or "not measured (run with --io)")
+    res = {r.get("block_bytes"): r for r in io.get("results", []) if "error" not in r}
+    big, small = res.get(131072), res.get(4096)
+    if big is None:
+        raise CannotCheck("the 128 KiB read test did not run: " + "; ".join(
+            str(r.get("error")) for r in io.get("results", []) if "error" in r))
+    ev = {"read_128k_mb_s": big.get("mb_per_s"), "read_128k_iops": big.get("iops"),
+          "read_4k_iops": small.get("iops") if small else None,
+          "o_direct": big.get("o_direct"), "queue_depth": 1,
+          "files_sampled": io.get("files_sampled"), "temp_file": io.get("temp_file", False),
+          "need_mb_s": IO_NEED_MBPS}
+    mbps = float(big.get("mb_per_s") or 0)
+    note = "" if big.get("o_direct") else " (page cache may have helped: O_DIRECT refused)"
+    fix = Remedy.shell(COPY_LOCAL.format(path=(facts.get("storage") or {}).get("path", "DATA")))
+    if mbps < IO_NEED_MBPS / 4:
+        return problem(f"random 128 KiB reads at {mbps:.0f} MB/s{note}: a DataLoader at 2,000 "
+                       f"images/s needs ~{IO_NEED_MBPS:.0f} MB/s", fix, **ev)
+    if mbps < IO_NEED_MBPS / 2:
+        return warning(f"random 128 KiB reads at {mbps:.0f} MB/s{note}, below the "
+                       f"~{IO_NEED_MBPS:.0f} MB/s a fast DataLoader needs", fix, **ev)
+    return ok(f"random 128 KiB reads at {mbps:.0f} MB/s, 4 KiB at "
+              f"{ev['read_4k_iops'] or '?'} IOPS{note}", **ev)

@@ -1,0 +1,109 @@
+"""Probes: each reads one part of the machine and returns a JSON-able dict of facts.
+
+A probe never decides anything (that is the checks' job) and never writes. It may
+raise: :func:`pitstop.doctor.facts.collect` isolates every probe, so one that fails
+becomes ``{"error": "<reason>"}`` in the facts and the checks that need it report
+"could not check: <reason>".
+
+Everything file-based goes through :class:`~pitstop.sysroot.Sysroot`, so the same
+probe reads the live machine or a fake tree (``--sysroot DIR``). Values that do not
+live in files (NVML, statvfs, the Python that would run training) are read live, or,
+under a sysroot, from recordings in ``DIR/pitstop-recorded/`` (see
+``tests/doctor/machines/README.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pitstop.sysroot import Sysroot
+
+RECORDED_DIR = "/pitstop-recorded"
+
+
+@dataclass
+class ProbeContext:
+    """What every probe may look at: the root, the data path, the environment, options."""
+
+    sysroot: Sysroot
+    data_path: str
+    environ: Mapping[str, str]
+    measure_io: bool = False
+    import_torch: bool = False
+    io_seconds: float = 3.0
+    _recorded: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def live(self) -> bool:
+        return self.sysroot.is_live
+
+    def recorded(self, name: str) -> Any:
+        """``DIR/pitstop-recorded/<name>.json`` of a fake tree, or ``None`` if absent.
+
+        Raises ``ValueError`` for a recording that is not valid JSON (the probe fails
+        with that reason rather than silently using nothing).
+        """
+        if name not in self._recorded:
+            text = self.sysroot.read_text(f"{RECORDED_DIR}/{name}.json")
+            try:
+                self._recorded[name] = json.loads(text) if text is not None else None
+            except json.JSONDecodeError as err:
+                raise ValueError(f"recorded {name}.json is not valid JSON: {err}") from None
+        return self._recorded[name]
+
+
+Probe = Callable[[ProbeContext], dict[str, Any]]
+
+
+def read_environ(ctx_sysroot: Sysroot) -> dict[str, str]:
+    """The environment of the process being diagnosed.
+
+    Live: ``os.environ``. Under a sysroot: ``DIR/proc/self/environ`` (NUL-separated, as
+    the kernel writes it), or an empty environment if the tree has none.
+    """
+    if ctx_sysroot.is_live:
+        return dict(os.environ)
+    try:
+        raw = ctx_sysroot.path("/proc/self/environ").read_bytes()
+    except OSError:
+        return {}
+    env: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        if b"=" in item:
+            key, _, value = item.decode("utf-8", "replace").partition("=")
+            env[key] = value
+    return env
+
+
+def probes() -> dict[str, Probe]:
+    """Every probe, in the order they run (imports are local: each module is small)."""
+    from pitstop.doctor.probes import (
+        container,
+        cpu,
+        environment,
+        gpu,
+        iotest,
+        memory,
+        platform,
+        python,
+        storage,
+    )
+
+    return {
+        "platform": platform.probe,
+        "pci": gpu.probe_pci,
+        "kernel_modules": gpu.probe_kernel_modules,
+        "nvml": gpu.probe_nvml,
+        "python": python.probe_python,
+        "torch": python.probe_torch,
+        "cpu": cpu.probe,
+        "memory": memory.probe,
+        "storage": storage.probe,
+        "io": iotest.probe,
+        "container": container.probe,
+        "environment": environment.probe,
+    }

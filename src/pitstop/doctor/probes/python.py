@@ -1,0 +1,229 @@
+"""The Python that runs training, and torch as installed in it — read without importing torch.
+
+``import torch`` costs 1-2 s, more than the whole doctor may take, so by default the
+torch facts come from files: the ``torch-*.dist-info`` metadata (version and the exact
+``nvidia-*`` CUDA library pins), ``torch/version.py`` (CUDA / HIP the wheel was built
+for) and the installed ``nvidia-cudnn-*`` / ``nvidia-nccl-*`` distributions.
+``--torch`` adds a real import in a subprocess (CUDA init, cuDNN usable, threads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from pitstop.doctor.probes import ProbeContext
+
+# Distributions whose versions matter, and what they are.
+CUDA_LIB_DISTS = ("nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
+                  "nvidia-nccl-cu11", "nvidia-nccl-cu12", "nvidia-nccl-cu13",
+                  "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12",
+                  "nvidia-cuda-runtime", "nvidia-cublas-cu12", "nvidia-cublas")
+
+
+def probe_python(ctx: ProbeContext) -> dict[str, Any]:
+    if not ctx.live:
+        rec = ctx.recorded("python")
+        if rec is None:
+            raise RuntimeError("no pitstop-recorded/python.json in this sysroot")
+        return dict(rec)
+    glibc = None
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"
+        if text and text.startswith("glibc "):
+            glibc = text.split()[1]
+    except (ValueError, OSError):
+        pass
+    return {
+        "version": ".".join(str(v) for v in sys.version_info[:3]),
+        "implementation": sys.implementation.name,
+        "executable": sys.executable,
+        "glibc": glibc,
+        "sys_path": [p for p in sys.path if p],
+        "cwd": os.getcwd(),
+        "os_cpu_count": os.cpu_count(),
+    }
+
+
+def _site_dirs(ctx: ProbeContext) -> list[Path]:
+    if ctx.live:
+        return [Path(p) for p in sys.path if p and os.path.isdir(p)]
+    rec = ctx.recorded("python") or {}
+    return [ctx.sysroot.path(p) for p in rec.get("sys_path", []) if p.startswith("/")]
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def find_dists(dirs: list[Path], wanted: set[str]) -> dict[str, Path]:
+    """``{normalised name: dist-info dir}`` for the wanted distributions, first hit wins
+    (the same order the import system uses)."""
+    found: dict[str, Path] = {}
+    for d in dirs:
+        try:
+            entries = os.listdir(d)
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.endswith(".dist-info"):
+                continue
+            name = _norm(entry[: -len(".dist-info")].rsplit("-", 1)[0])
+            if name in wanted and name not in found:
+                found[name] = d / entry
+    return found
+
+
+def read_metadata(dist_info: Path) -> tuple[str | None, list[str]]:
+    """``(Version, [Requires-Dist, ...])`` from a METADATA file (headers only)."""
+    version = None
+    requires: list[str] = []
+    try:
+        with open(dist_info / "METADATA", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    break  # the body (long description) starts after the first blank line
+                if line.startswith("Version:"):
+                    version = line.split(":", 1)[1].strip()
+                elif line.startswith("Requires-Dist:"):
+                    requires.append(line.split(":", 1)[1].strip())
+    except OSError:
+        return None, []
+    return version, requires
+
+
+def parse_torch_version_py(text: str) -> dict[str, str | None]:
+    """The assignments of ``torch/version.py`` (``__version__``, ``cuda``, ``hip``, ...)."""
+    out: dict[str, str | None] = {}
+    for key in ("__version__", "cuda", "hip", "git_version", "xpu"):
+        m = re.search(rf"^{re.escape(key)}\s*(?::[^=]*)?=\s*(.+)$", text, re.MULTILINE)
+        if not m:
+            continue
+        raw = m.group(1).strip()
+        if raw == "None":
+            out[key] = None
+        else:
+            q = re.match(r"""['"]([^'"]*)['"]""", raw)
+            out[key] = q.group(1) if q else None
+    return out
+
+
+def _pins(requires: list[str]) -> dict[str, str]:
+    """``nvidia-cudnn-cu12==9.1.0.70; platform_system == "Linux"`` -> ``{name: version}``."""
+    pins: dict[str, str] = {}
+    for req in requires:
+        m = re.match(r"([A-Za-z0-9_.\-]+)\s*(?:\[[^\]]*\])?\s*==\s*([^;,\s]+)", req)
+        if m and _norm(m.group(1)).startswith("nvidia-"):
+            pins[_norm(m.group(1))] = m.group(2)
+    return pins
+
+
+def probe_torch(ctx: ProbeContext) -> dict[str, Any]:
+    dirs = _site_dirs(ctx)
+    wanted = {"torch", *CUDA_LIB_DISTS}
+    dists = find_dists(dirs, wanted)
+    out: dict[str, Any] = {"installed": False}
+    torch_dir: Path | None = None
+    for d in dirs:
+        if (d / "torch" / "version.py").is_file():
+            torch_dir = d / "torch"
+            break
+    if "torch" in dists:
+        version, requires = read_metadata(dists["torch"])
+        out.update(installed=True, version=version, pins=_pins(requires))
+    if torch_dir is not None:
+        text = (torch_dir / "version.py").read_text(encoding="utf-8", errors="replace")
+        v = parse_torch_version_py(text)
+        out["installed"] = True
+        out["version"] = out.get("version") or v.get("__version__")
+        out["cuda"] = v.get("cuda")
+        out["hip"] = v.get("hip")
+        out["git_version"] = v.get("git_version")
+        out["location"] = ctx.sysroot.unmap(torch_dir) if not ctx.live else str(torch_dir)
+        lib = torch_dir / "lib"
+        try:
+            libs = sorted(os.listdir(lib))
+        except OSError:
+            libs = []
+        out["bundled_cudnn"] = [n for n in libs if n.startswith("libcudnn")]
+        out["bundled_nccl"] = [n for n in libs if n.startswith("libnccl")]
+    elif out["installed"]:
+        out["cuda"] = None
+        out["version_py_missing"] = True
+    out["cuda_libs"] = {
+        name: read_metadata(path)[0] for name, path in sorted(dists.items()) if name != "torch"
+    }
+    if ctx.import_torch and out["installed"]:
+        out["runtime"] = torch_runtime(sys.executable)
+    return out
+
+
+# Run in a fresh interpreter so a crashing CUDA init cannot take the doctor down.
+_RUNTIME_SCRIPT = r"""
+import json, sys, time
+t0 = time.perf_counter()
+out = {}
+try:
+    import torch
+except Exception as err:
+    print(json.dumps({"import_error": f"{type(err).__name__}: {err}"})); sys.exit(0)
+out["import_s"] = round(time.perf_counter() - t0, 3)
+out["version"] = torch.__version__
+out["cuda"] = torch.version.cuda
+out["num_threads"] = torch.get_num_threads()
+out["num_interop_threads"] = torch.get_num_interop_threads()
+try:
+    out["cuda_available"] = bool(torch.cuda.is_available())
+    out["device_count"] = torch.cuda.device_count()
+except Exception as err:
+    out["cuda_available"] = False
+    out["cuda_error"] = f"{type(err).__name__}: {err}"
+if torch.version.cuda and not out.get("cuda_available"):
+    try:
+        torch.zeros(1, device="cuda")
+    except Exception as err:
+        out["cuda_error"] = f"{type(err).__name__}: {str(err).strip().splitlines()[0]}"
+try:
+    out["cudnn_available"] = bool(torch.backends.cudnn.is_available())
+    out["cudnn_version"] = torch.backends.cudnn.version()
+except Exception as err:
+    out["cudnn_available"] = False
+    out["cudnn_error"] = f"{type(err).__name__}: {err}"
+if out.get("cuda_available"):
+    try:
+        out["nccl_version"] = ".".join(str(v) for v in torch.cuda.nccl.version())
+    except Exception as err:
+        out["nccl_error"] = f"{type(err).__name__}: {err}"
+    try:
+        x = torch.randn(2, 3, 16, 16, device="cuda")
+        w = torch.randn(4, 3, 3, 3, device="cuda")
+        torch.nn.functional.conv2d(x, w)
+        torch.cuda.synchronize()
+        out["cudnn_conv_ok"] = True
+    except Exception as err:
+        out["cudnn_conv_ok"] = False
+        out["cudnn_error"] = f"{type(err).__name__}: {str(err).strip().splitlines()[0]}"
+print(json.dumps(out))
+"""
+
+
+def torch_runtime(python: str, timeout: float = 120.0) -> dict[str, Any]:
+    """Import torch in ``python`` (a subprocess) and report what CUDA/cuDNN really do."""
+    try:
+        proc = subprocess.run([python, "-c", _RUNTIME_SCRIPT], capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"error": f"importing torch took more than {timeout:.0f} s"}
+    except OSError as err:
+        return {"error": f"cannot run {python}: {err}"}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"torch subprocess exited {proc.returncode}: {tail}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result

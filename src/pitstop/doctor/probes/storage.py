@@ -1,0 +1,207 @@
+"""Where the data lives: the filesystem under ``--data`` and the physical disks behind it.
+
+The mount comes from ``/proc/self/mountinfo`` (longest mount point that contains the
+path); its ``major:minor`` leads to ``/sys/dev/block/M:m``, which is followed through
+device-mapper and md (``slaves/``), loop devices (``loop/backing_file``, whose file
+is resolved again) and partitions (the parent directory) down to the disks.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from typing import Any
+
+from pitstop.doctor.probes import ProbeContext
+from pitstop.sysroot import Sysroot
+
+MAX_DEPTH = 8
+
+
+def _unescape(text: str) -> str:
+    """mountinfo escapes space, tab, newline and backslash as ``\\ooo``."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
+
+
+def parse_mountinfo(text: str) -> list[dict[str, str]]:
+    """``/proc/self/mountinfo`` lines as dicts (see proc(5))."""
+    out = []
+    for line in text.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        if not sep or len(fields) < 6 or len(rfields) < 2:
+            continue
+        out.append({
+            "major_minor": fields[2],
+            "root": _unescape(fields[3]),
+            "mountpoint": _unescape(fields[4]),
+            "mount_options": fields[5],
+            "fstype": rfields[0],
+            "source": _unescape(rfields[1]),
+            "super_options": rfields[2] if len(rfields) > 2 else "",
+        })
+    return out
+
+
+def mount_of(mounts: list[dict[str, str]], path: str) -> dict[str, str] | None:
+    """The mount that holds ``path``: the longest mount point containing it (last wins)."""
+    best: dict[str, str] | None = None
+    for m in mounts:
+        mp = m["mountpoint"]
+        inside = path == mp or mp == "/" or path.startswith(mp.rstrip("/") + "/")
+        if inside and (best is None or len(mp) >= len(best["mountpoint"])):
+            best = m
+    return best
+
+
+def transport(sys_path: str, name: str) -> str:
+    """How a disk is attached, from its name and its place in the sysfs device tree."""
+    p = sys_path.lower()
+    if name.startswith("nvme"):
+        return "nvme"
+    if "/usb" in p:
+        return "usb"
+    if name.startswith("vd") or "/virtio" in p:
+        return "virtio"
+    if name.startswith("xvd"):
+        return "xen"
+    if name.startswith("mmcblk"):
+        return "mmc"
+    if name.startswith(("nbd", "rbd")):
+        return "network-block"
+    if name.startswith("zram"):
+        return "ram"
+    if name.startswith("sd") or name.startswith("sr"):
+        if "/ata" in p:
+            return "sata"
+        if "/end_device" in p or "sas" in p:
+            return "sas"
+        return "scsi"
+    return "unknown"
+
+
+class _Resolver:
+    def __init__(self, sr: Sysroot, mounts: list[dict[str, str]]) -> None:
+        self.sr = sr
+        self.mounts = mounts
+        self.chain: list[dict[str, Any]] = []
+        self.disks: list[dict[str, Any]] = []
+
+    def from_mount(self, mount: dict[str, str], depth: int = 0) -> None:
+        major = mount["major_minor"].split(":")[0]
+        sys_path = None
+        if major != "0":
+            sys_path = self.sr.realpath(f"/sys/dev/block/{mount['major_minor']}")
+        elif mount["source"].startswith("/dev/"):
+            # btrfs and some others report an anonymous device number: use the source.
+            sys_path = self._by_dev_name(mount["source"])
+        if sys_path is None:
+            self.chain.append({"kind": "no-block-device", "fstype": mount["fstype"],
+                               "source": mount["source"]})
+            return
+        self.node(sys_path, depth)
+
+    def _by_dev_name(self, dev: str) -> str | None:
+        name = posixpath.basename(dev)
+        if dev.startswith("/dev/mapper/"):
+            for blk in self.sr.listdir("/sys/block"):
+                if self.sr.read_text(f"/sys/block/{blk}/dm/name") == name:
+                    return self.sr.realpath(f"/sys/block/{blk}")
+        return self.sr.realpath(f"/sys/class/block/{name}")
+
+    def node(self, sys_path: str, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            self.chain.append({"kind": "too-deep", "name": posixpath.basename(sys_path)})
+            return
+        sr = self.sr
+        name = posixpath.basename(sys_path)
+        if sr.exists(f"{sys_path}/partition"):
+            self.chain.append({"kind": "partition", "name": name})
+            self.node(posixpath.dirname(sys_path), depth + 1)
+            return
+        slaves = sr.listdir(f"{sys_path}/slaves")
+        if name.startswith("loop"):
+            backing = sr.read_text(f"{sys_path}/loop/backing_file")
+            self.chain.append({"kind": "loop", "name": name, "backing_file": backing})
+            if backing:
+                inner = mount_of(self.mounts, backing.removesuffix(" (deleted)"))
+                if inner is not None:
+                    self.from_mount(inner, depth + 1)
+            return
+        if slaves:
+            kind = "dm" if name.startswith("dm-") else "md" if name.startswith("md") else "stacked"
+            entry: dict[str, Any] = {"kind": kind, "name": name, "slaves": slaves}
+            if kind == "dm":
+                entry["dm_name"] = sr.read_text(f"{sys_path}/dm/name")
+                uuid = sr.read_text(f"{sys_path}/dm/uuid") or ""
+                entry["dm_target"] = uuid.split("-", 1)[0].lower() if uuid else None
+            if kind == "md":
+                entry["raid_level"] = sr.read_text(f"{sys_path}/md/level")
+            self.chain.append(entry)
+            for slave in slaves:
+                real = sr.realpath(f"{sys_path}/slaves/{slave}")
+                if real:
+                    self.node(real, depth + 1)
+            return
+        disk = {
+            "name": name,
+            "transport": transport(sys_path, name),
+            "rotational": sr.read_int(f"{sys_path}/queue/rotational", 10),
+            "model": sr.read_text(f"{sys_path}/device/model"),
+            "vendor": sr.read_text(f"{sys_path}/device/vendor"),
+            "size_bytes": (sr.read_int(f"{sys_path}/size", 10) or 0) * 512 or None,
+            "removable": sr.read_int(f"{sys_path}/removable", 10),
+            "scheduler": _bracketed(sr.read_text(f"{sys_path}/queue/scheduler")),
+            "read_ahead_kb": sr.read_int(f"{sys_path}/queue/read_ahead_kb", 10),
+            "sysfs_path": sys_path,
+        }
+        self.chain.append({"kind": "disk", "name": name})
+        self.disks.append(disk)
+
+
+def _bracketed(text: str | None) -> str | None:
+    if not text:
+        return None
+    m = re.search(r"\[([^\]]+)\]", text)
+    return m.group(1) if m else text
+
+
+def probe(ctx: ProbeContext) -> dict[str, Any]:
+    sr = ctx.sysroot
+    path = ctx.data_path
+    if ctx.live:
+        path = os.path.realpath(path)
+    text = sr.read_text("/proc/self/mountinfo")
+    if text is None:
+        raise RuntimeError("/proc/self/mountinfo is not readable")
+    mounts = parse_mountinfo(text)
+    mount = mount_of(mounts, path)
+    if mount is None:
+        raise RuntimeError(f"no mount in /proc/self/mountinfo holds {path}")
+    res = _Resolver(sr, mounts)
+    res.from_mount(mount)
+    out: dict[str, Any] = {
+        "path": path,
+        "mountpoint": mount["mountpoint"],
+        "fstype": mount["fstype"],
+        "source": mount["source"],
+        "mount_options": mount["mount_options"],
+        "chain": res.chain,
+        "disks": res.disks,
+    }
+    if ctx.live:
+        try:
+            st = os.statvfs(path)
+            out["total_bytes"] = st.f_frsize * st.f_blocks
+            out["free_bytes"] = st.f_frsize * st.f_bavail
+        except OSError as err:
+            out["statvfs_error"] = str(err)
+    else:
+        rec = ctx.recorded("statvfs") or {}
+        space = rec.get(path) or rec.get(mount["mountpoint"])
+        if space:
+            out.update(total_bytes=space.get("total_bytes"), free_bytes=space.get("free_bytes"))
+        else:
+            out["statvfs_error"] = "free space is not recorded in this sysroot"
+    return out

@@ -1,0 +1,110 @@
+"""The real CLI (a subprocess) against every fake machine, through ``--sysroot``."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from doctor_helpers import DATA, MACHINES, load_generator
+
+# What each machine must show: code -> status (for per-GPU checks, GPU 0's status).
+EXPECTED: dict[str, dict[str, str]] = {
+    "rtx4090-workstation": {"DR001": "ok", "DR004": "ok", "DR005": "ok", "DR010": "ok",
+                            "DR030": "ok", "DR040": "ok", "DR050": "ok"},
+    "nouveau": {"DR001": "problem", "DR002": "problem"},
+    "cpu-wheel": {"DR004": "problem", "DR001": "ok"},
+    "driver535-cu128": {"DR005": "warning", "DR004": "ok"},
+    "powersave": {"DR040": "warning", "DR041": "warning", "DR042": "warning"},
+    "lvm-hdd": {"DR030": "problem"},
+    "docker-shm64": {"DR050": "problem", "DR060": "ok", "DR043": "warning"},
+    "pcie-gen3-x4": {"DR011": "problem", "DR010": "ok"},
+    "thermal-slowdown": {"DR013": "problem", "DR016": "problem", "DR018": "warning"},
+}
+
+
+def doctor_json(run_pitstop: Any, machine: str, *extra: str, env: dict[str, str] | None = None
+                ) -> tuple[int, dict[str, Any]]:
+    r = run_pitstop("doctor", "--sysroot", str(MACHINES / machine), "--data", DATA[machine],
+                    "--json", *extra, env=env, timeout=60)
+    assert r.returncode in (0, 1), r.stderr
+    assert "Traceback" not in r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("machine", sorted(EXPECTED))
+def test_machine(pitstop_cli: Any, machine: str) -> None:
+    rc, doc = doctor_json(pitstop_cli, machine)
+    statuses = {}
+    for c in doc["checks"]:
+        statuses.setdefault(c["code"], c["status"])
+        assert set(c) >= {"code", "title", "layer", "status", "evidence", "remedy"}
+        if c["status"] in ("warning", "problem"):
+            assert c["remedy"] and c["remedy"]["text"], c
+    for code, status in EXPECTED[machine].items():
+        assert statuses[code] == status, (code, statuses[code])
+    wrong = any(c["status"] in ("warning", "problem") for c in doc["checks"])
+    assert rc == (1 if wrong else 0)
+    assert doc["facts"]["meta"]["sysroot"].endswith(machine)
+
+
+def test_healthy_machine_exits_0_and_sick_ones_1(pitstop_cli: Any) -> None:
+    assert doctor_json(pitstop_cli, "rtx4090-workstation")[0] == 0
+    assert doctor_json(pitstop_cli, "nouveau")[0] == 1
+
+
+def test_environment_comes_from_the_sysroot_process(pitstop_cli: Any) -> None:
+    # Under --sysroot the environment is the recorded /proc/self/environ, not ours.
+    _, doc = doctor_json(pitstop_cli, "rtx4090-workstation", env={"CUDA_LAUNCH_BLOCKING": "1"})
+    dr070 = next(c for c in doc["checks"] if c["code"] == "DR070")
+    assert dr070["status"] == "ok"
+
+
+def test_terminal_report_groups_by_layer_and_orders_fixes(pitstop_cli: Any) -> None:
+    r = pitstop_cli("doctor", "--sysroot", str(MACHINES / "thermal-slowdown"), "--data",
+                    "/data/imagenet", env={"COLUMNS": "160"})
+    assert r.returncode == 1, r.stderr
+    out = r.stdout
+    for layer in ("Driver / CUDA", "GPU hardware", "Storage", "CPU", "Memory / OS",
+                  "Environment", "Platform"):
+        assert layer in out
+    fixes = out.split("Fixes, in order of expected impact", 1)[1]
+    # problems first (thermal slowdown), then warnings (persistence mode)
+    assert fixes.index("DR013") < fixes.index("DR018")
+    assert "nvidia-persistenced" in fixes
+
+
+def test_collect_then_diagnose_elsewhere(pitstop_cli: Any, tmp_path: Path) -> None:
+    run_pitstop = pitstop_cli
+    facts_file = tmp_path / "node7.json"
+    r = run_pitstop("doctor", "--collect", "--sysroot", str(MACHINES / "lvm-hdd"), "--data",
+                    DATA["lvm-hdd"], "-o", str(facts_file))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ""
+    facts = json.loads(facts_file.read_text())
+    assert facts["schema_version"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["node7.json"]  # no temp file left
+    r = run_pitstop("doctor", "--from", str(facts_file), "--json")
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)
+    assert next(c for c in doc["checks"] if c["code"] == "DR030")["status"] == "problem"
+
+
+def test_committed_machines_match_their_generator(tmp_path: Path) -> None:
+    gen = load_generator()
+    gen.build(tmp_path)
+    for name in gen.MACHINES:
+        a, b = MACHINES / name, tmp_path / name
+        for dirpath, dirnames, filenames in os.walk(b):
+            rel = Path(dirpath).relative_to(b)
+            for f in filenames + [d for d in dirnames if (Path(dirpath) / d).is_symlink()]:
+                gen, com = Path(dirpath) / f, a / rel / f
+                assert com.exists() or com.is_symlink(), f"{name}: {rel / f} not committed"
+                if gen.is_symlink():
+                    assert os.readlink(gen) == os.readlink(com), f"{name}: {rel / f}"
+                else:
+                    assert filecmp.cmp(gen, com, shallow=False), f"{name}: {rel / f} differs"
+        assert (a / "ORIGIN.txt").read_text().strip()
