@@ -84,7 +84,7 @@ DOCS = [
        "Install the CUDA build that matches the driver (the doctor prints the exact index), "
        "e.g.\n```sh\npip install torch --index-url https://download.pytorch.org/whl/cu128\n```\n"
        "If pitstop lives in another environment than your training, install pitstop there.",
-       "manual."),
+       "manual: pitstop never installs packages; the command changes only the chosen environment."),
     _d("DR004", "cpu-only-torch-on-gpu-machine", "CPU-only torch wheel on a machine with an NVIDIA GPU",
        "driver", P,
        "Reads the torch wheel's `torch/version.py`: `cuda = None` (a `+cpu` build) while the "
@@ -138,7 +138,7 @@ DOCS = [
        "on your system\n```",
        "Read the error: a missing driver (DR001), a driver too old (DR005), a container without "
        "`--gpus` (DR061), or `CUDA_VISIBLE_DEVICES` hiding all GPUs (DR074).",
-       "manual."),
+       "manual: the fix depends on the error; pitstop only reports it."),
     _d("DR008", "cuda-libraries-mismatch", "CUDA library wheels differ from torch's pins", "driver", W,
        "Compares the exact `nvidia-*==X` requirements in torch's wheel metadata with the "
        "installed `nvidia-*` distributions (cuBLAS, cuDNN, NCCL, CUDA runtime, ...).",
@@ -161,7 +161,7 @@ DOCS = [
        "Put the GPU in a CPU-attached x16 slot (slots sharing lanes with M.2 drop to x8/x4), "
        "remove riser cables, set the slot to Auto/Gen4 in the firmware; verify with\n"
        "```sh\nsudo lspci -vv -s 01:00.0 | grep -E 'LnkCap|LnkSta'\n```",
-       "manual: hardware."),
+       "manual: hardware; nothing to run, pitstop only measures the link."),
     _d("DR011", "pcie-slot-below-gpu", "Slot supports a lower PCIe generation or width than the GPU",
        "gpu", W,
        "Compares maximums only (valid at idle): the GPU's own maximum generation "
@@ -172,7 +172,7 @@ DOCS = [
        "```\nGPU 0: slot limits the link to Gen3; the GPU supports Gen4\n```",
        "Use a slot that supports the GPU's generation and width, or check the slot's PCIe "
        "setting in the firmware setup.",
-       "manual: hardware."),
+       "manual: hardware; nothing to run, pitstop only compares the maximums."),
     _d("DR012", "pcie-replay-errors", "PCIe replays: the GPU link retransmits packets", "gpu", W,
        "Reads NVML's PCIe replay counter (since boot).",
        "Every replay is a retransmission after a corrupted packet; a marginal link (riser, dust, "
@@ -180,7 +180,7 @@ DOCS = [
        "```\nGPU 0: 4312 PCIe replays since boot\n```",
        "Reseat the GPU and any riser, check power connectors, and watch whether the count "
        "grows during training: `nvidia-smi -q -d PCIE`.",
-       "manual: hardware."),
+       "manual: hardware; a growing count is worth a maintenance window."),
     _d("DR013", "gpu-thermal-slowdown", "GPU clocks reduced by thermal slowdown", "gpu", P,
        "Decodes NVML's clock event reasons and reports the software and hardware thermal "
        "slowdown bits (the GPU-idle bit is ignored).",
@@ -198,7 +198,7 @@ DOCS = [
        "```\nGPU 0: hardware slowdown active (hw_power_brake_slowdown)\n```",
        "Use separate PCIe power cables per connector, a PSU rated for the GPUs' peak draw, and "
        "check the board temperature.",
-       "manual: hardware."),
+       "manual: hardware (cabling, power supply, cooling)."),
     _d("DR015", "gpu-clocks-limited-by-setting", "GPU clocks held down by an application/locked clock setting",
        "gpu", W,
        "Reports the NVML 'applications clocks setting' and 'display clock setting' clock event "
@@ -217,7 +217,7 @@ DOCS = [
        "```\nGPU 0: 83 °C, within 4 °C of the slowdown threshold 87 °C\n```",
        "Improve airflow and fan speed before long runs.",
        "manual: hardware/cooling."),
-    _d("DR017", "gpu-power-limit-below-default", "GPU power limit set below its default", "gpu", W,
+    _d("DR017", "gpu-power-limit-lowered", "GPU power limit set below its default", "gpu", W,
        "Compares NVML's current power management limit with the default limit.",
        "A lowered power limit caps clocks under load (the 'sw power cap' clock event): "
        "compute-bound training runs slower in proportion.",
@@ -262,14 +262,14 @@ DOCS = [
        "```\nGPU at 0000:c1:00.0: this process may not run on NUMA node 1, where the GPU hangs\n```",
        "```sh\nsudo apt install numactl\nnumactl --cpunodebind=1 --membind=1 python train.py\n```\n"
        "With torchrun, bind each local rank to its GPU's node.",
-       "safe."),
+       "safe: binding only changes where the process runs, not what it computes."),
     _d("DR022", "gpu-not-visible-to-driver", "GPU on the PCI bus but missing from the driver", "gpu", P,
        "Compares the NVIDIA GPUs on the PCI bus with the GPUs NVML reports.",
        "A GPU that fell off the bus (Xid 79) or failed to initialise is not used at all; "
        "multi-GPU jobs start with fewer ranks or fail.",
        "```\n1 of 8 GPUs on the PCI bus are not usable by the driver\n```",
        "```sh\nsudo dmesg | grep -iE 'NVRM|Xid'\nsudo reboot   # a power cycle is usually needed\n```",
-       "manual."),
+       "manual: a reboot or GPU reset interrupts every job on the machine."),
     # ---------------------------------------------------------------- storage
     _d("DR030", "data-on-rotational-disk", "Training data on a spinning disk", "storage", P,
        "Resolves the filesystem under `--data` through `/proc/self/mountinfo` and sysfs "
@@ -287,14 +287,14 @@ DOCS = [
        "Every small file costs network round trips (metadata + data); FUSE adds user-space "
        "copies. Throughput per worker is often 10-50x below a local SSD.",
        "```\ndata on a FUSE filesystem sshfs (user@host:/data)\n```",
-       COPY_LOCAL, "manual."),
+       COPY_LOCAL, "manual: copying data needs space on the fast disk; pitstop only reads."),
     _d("DR032", "data-on-usb-disk", "Training data on a USB-attached disk", "storage", W,
        "Reports disks behind the data path whose sysfs device path runs through a USB "
        "controller.",
        "USB bridges limit queue depth and throughput (often < 400 MB/s, fewer IOPS) and can "
        "disconnect under load.",
        "```\ndata on a USB-attached disk (sdb (usb SSD Portable SSD T7, 931.5 GiB))\n```",
-       COPY_LOCAL, "manual."),
+       COPY_LOCAL, "manual: copying data needs space on the local disk; pitstop only reads."),
     _d("DR033", "data-disk-low-free-space", "Little free space where the data lives", "storage", W,
        "statvfs of the data path: free below 5 GiB or 5 %.",
        "Checkpoints, caches (torch.compile, datasets) and logs fail to write mid-run; "
@@ -311,9 +311,9 @@ DOCS = [
        "A DataLoader reading ImageNet-sized JPEGs (~110 KiB) at 2,000 images/s needs about "
        "220 MB/s of random reads; below half of that the GPU waits for data.",
        "```\nrandom 128 KiB reads at 18 MB/s: a DataLoader at 2,000 images/s needs ~220 MB/s\n```",
-       COPY_LOCAL, "manual."),
+       COPY_LOCAL, "manual: copying data needs space on a fast disk; pitstop only reads."),
     # ---------------------------------------------------------------- CPU
-    _d("DR040", "cpu-governor-not-performance", "CPU frequency governor is not `performance`",
+    _d("DR040", "cpu-governor-slow", "CPU frequency governor is not `performance`",
        "cpu", W,
        "Reads `scaling_governor` of every core. Where cpufreq is not exposed (most virtual "
        "machines) it says so instead of guessing.",
@@ -324,7 +324,7 @@ DOCS = [
        "```sh\nsudo apt install linux-cpupower   # Ubuntu: linux-tools-common linux-tools-$(uname -r)\n"
        "sudo cpupower frequency-set -g performance\n```\n" + _SA.format("governor"),
        "safe: more power at idle; resets at reboot."),
-    _d("DR041", "cpu-energy-preference-not-performance", "CPU energy/performance preference favours saving energy",
+    _d("DR041", "cpu-energy-preference-saving", "CPU energy/performance preference favours saving energy",
        "cpu", W,
        "Reads `energy_performance_preference` (intel_pstate/amd-pstate active mode).",
        "With `balance_power` or `power` the CPU's own frequency controller favours efficiency "
@@ -352,7 +352,7 @@ DOCS = [
        "Size pools by the usable CPUs: `DataLoader(num_workers=7)`, `torch.set_num_threads(8)`, "
        "`export OMP_NUM_THREADS=8`; in Python, `len(os.sched_getaffinity(0))` respects "
        "affinity but not the quota.",
-       "manual."),
+       "manual: sizing pools is a change to your training code or job script."),
     _d("DR044", "cpu-thread-oversubscription", "Thread counts exceed the usable CPUs", "cpu", P,
        "Compares `OMP_NUM_THREADS`/`MKL_NUM_THREADS`/`OPENBLAS_NUM_THREADS` and (with `--torch`) "
        "`torch.get_num_threads()` with the CPUs this process may use.",
@@ -360,7 +360,7 @@ DOCS = [
        "ops and data preprocessing get slower, not faster.",
        "```\nOMP_NUM_THREADS=64 but only 8 CPUs usable (cgroup v2 CPU quota)\n```",
        "```sh\nexport OMP_NUM_THREADS=8 MKL_NUM_THREADS=8\n```",
-       "safe."),
+       "safe: fewer threads than cores never changes results, only scheduling."),
     # ---------------------------------------------------------------- memory / OS
     _d("DR050", "shm-too-small", "/dev/shm too small for DataLoader workers", "memory", P,
        "Reads the size of `/dev/shm` (statvfs, or the tmpfs `size=` mount option).",
@@ -383,15 +383,15 @@ DOCS = [
        "```\n6.2 GiB of swap in use\n```",
        "Find the memory users (`ps aux --sort=-rss | head`), reduce workers/prefetch or batch "
        "size, and move pages back with `sudo swapoff -a && sudo swapon -a` when RAM allows.",
-       "manual."),
-    _d("DR052", "swappiness-high", "vm.swappiness high on a machine with swap", "memory", W,
+       "manual: pitstop cannot know which memory users are safe to stop."),
+    _d("DR052", "vm-swappiness-high", "vm.swappiness high on a machine with swap", "memory", W,
        "Reads `/proc/sys/vm/swappiness` when swap is configured.",
        "At the default 60 the kernel swaps out idle anonymous memory early to keep page cache: "
        "on a training box that means worker memory and pinned staging buffers.",
        "```\nvm.swappiness=60\n```",
        "```sh\nsudo sysctl -w vm.swappiness=10\necho 'vm.swappiness=10' | sudo tee /etc/sysctl.d/99-pitstop.conf\n```\n"
        + _SA.format("swappiness"),
-       "safe."),
+       "safe: takes effect at once and only changes when the kernel swaps."),
     _d("DR053", "memory-available-low", "Little memory available", "memory", W,
        "Reads MemAvailable/MemTotal: below 2 GiB or 10 %.",
        "DataLoader workers, pinned buffers and the page cache that keeps the dataset in RAM "
@@ -399,7 +399,7 @@ DOCS = [
        "```\nonly 1.4 GiB (4 %) of 31.2 GiB memory available\n```",
        "Stop what is not needed (`ps aux --sort=-rss | head`), lower `num_workers` or "
        "`prefetch_factor`.",
-       "manual."),
+       "manual: pitstop cannot know which processes are safe to stop."),
     _d("DR054", "transparent-hugepages-setting", "Transparent hugepages disabled or defrag=always",
        "memory", W,
        "Reads `/sys/kernel/mm/transparent_hugepage/enabled` and `defrag`.",
@@ -429,7 +429,7 @@ DOCS = [
        "```sh\nsudo apt install nvidia-container-toolkit\nsudo nvidia-ctk runtime configure --runtime=docker\n"
        "sudo systemctl restart docker\ndocker run --gpus all ...\n```\nKubernetes: the NVIDIA "
        "device plugin and `resources.limits: nvidia.com/gpu: 1`.",
-       "manual."),
+       "manual: needs root on the host (container toolkit) and a container restart."),
     # ---------------------------------------------------------------- environment
     _d("DR070", "cuda-launch-blocking", "CUDA_LAUNCH_BLOCKING=1 left set", "environment", P,
        "Reads `CUDA_LAUNCH_BLOCKING` from the environment.",
@@ -449,14 +449,14 @@ DOCS = [
        "(DETAIL adds synchronisations) and blocking waits all cost time on every step.",
        "```\nTORCH_DISTRIBUTED_DEBUG=DETAIL (DETAIL checks every collective's shapes)\n```",
        "```sh\nunset TORCH_DISTRIBUTED_DEBUG NCCL_DEBUG TORCH_SHOW_CPP_STACKTRACES\n```",
-       "safe."),
+       "safe: removes debugging output and checks only; results are unchanged."),
     _d("DR072", "cuda-caching-allocator-disabled", "CUDA caching allocator disabled", "environment", P,
        "Reads `PYTORCH_NO_CUDA_MEMORY_CACHING`.",
        "With it set every tensor allocation and free calls cudaMalloc/cudaFree, which "
        "synchronise the device: training slows dramatically.",
        "```sh\nexport PYTORCH_NO_CUDA_MEMORY_CACHING=1   # left over from memory debugging\n```",
        "```sh\nunset PYTORCH_NO_CUDA_MEMORY_CACHING\n```",
-       "safe."),
+       "safe: the caching allocator is the default; results are unchanged."),
     _d("DR073", "nccl-transport-disabled", "NCCL transports disabled", "environment", W,
        "Reads `NCCL_P2P_DISABLE`, `NCCL_IB_DISABLE`, `NCCL_SHM_DISABLE`, `NCCL_P2P_LEVEL=LOC`, "
        "`NCCL_NET=Socket`.",
@@ -473,7 +473,7 @@ DOCS = [
        "has.",
        "```sh\nexport CUDA_VISIBLE_DEVICES=''   # from a CPU-only test\n```",
        "```sh\nunset CUDA_VISIBLE_DEVICES   # or list valid indexes: export CUDA_VISIBLE_DEVICES=0,1\n```",
-       "safe."),
+       "safe: it only changes which devices torch sees."),
     _d("DR075", "cuda-alloc-conf-invalid", "PYTORCH_CUDA_ALLOC_CONF has entries torch does not know",
        "environment", W,
        "Parses `PYTORCH_CUDA_ALLOC_CONF` (or `PYTORCH_ALLOC_CONF`) as `key:value,...` and "
@@ -493,7 +493,7 @@ DOCS = [
        "```\nPython 3.8.10: current torch releases need Python >= 3.10\n```",
        "```sh\nsudo apt install python3 python3-venv   # Debian 12: 3.11, Ubuntu 24.04: 3.12\n"
        "python3 -m venv ~/venv && ~/venv/bin/pip install torch\n```",
-       "manual."),
+       "manual: a new Python means a new virtual environment for training."),
     _d("DR081", "glibc-too-old", "glibc too old for current torch wheels", "platform", P,
        "Reads the C library version (`confstr(CS_GNU_LIBC_VERSION)`).",
        "torch wheels since 2.6 are built for manylinux_2_28 (glibc >= 2.28): on an older system "
@@ -501,7 +501,7 @@ DOCS = [
        "```\nglibc 2.17: torch wheels since 2.6 need glibc >= 2.28\n```",
        "Upgrade the OS (Debian 12: glibc 2.36, Ubuntu 22.04: 2.35) or train in a container "
        "based on one.",
-       "manual."),
+       "manual: an OS upgrade or a container change."),
 ]
 
 DOCTOR_DOCS: dict[str, CodeDoc] = {d.code: d for d in DOCS}
