@@ -1,0 +1,313 @@
+"""The profile as a document (profile.json), a terminal summary and a self-contained HTML page.
+
+:func:`build_document` is the one place that turns captures and samples into the
+report's content; the terminal and HTML renderers only format that document, so the
+three outputs never disagree.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from pitstop.findings import sorted_findings
+from pitstop.profile.analysis import PHASES, merge_ranks, window_samples
+from pitstop.profile.facts import build_facts
+from pitstop.profile.svg import PALETTE, line_chart, stacked_bars
+from pitstop.profile.verdict import decide
+
+__all__ = ["SCHEMA", "build_document", "render_html", "render_terminal"]
+
+SCHEMA = "pitstop.profile/1"
+_SAMPLE_MARGIN_S = 2.0
+
+
+def build_document(caps: Sequence[dict[str, Any]], samples: list[dict[str, Any]], *,
+                   command: Sequence[str], exit_code: int | None, steps: int, warmup: int,
+                   not_measured: dict[str, str] | None = None, started_wall: float | None = None,
+                   duration_s: float | None = None, cpu_count: int | None = None) -> dict[str, Any]:
+    """Everything pitstop learned from one run, JSON-able."""
+    ranks = merge_ranks(caps)
+    facts = build_facts(caps, ranks, samples, cpu_count=cpu_count or os.cpu_count())
+    verdict = decide(facts)
+    missing: dict[str, str] = dict(not_measured or {})
+    notes: list[str] = []
+    for cap in caps:
+        who = f"rank {cap['rank']}" if cap.get("rank") is not None else f"pid {cap.get('pid')}"
+        for key, reason in (cap.get("not_measured") or {}).items():
+            missing.setdefault(key, reason)
+        notes += [f"{who}: {n}" for n in cap.get("notes") or []]
+    for r in ranks:
+        notes += r.notes
+    if facts.get("probe_missing"):
+        missing.setdefault("host_overhead", f"operator probe: {facts['probe_missing']}")
+    statuses = {c.get("status") for c in caps}
+    status = "complete" if ranks and statuses == {"complete"} else "partial"
+    exits = [c.get("exit") for c in caps if c.get("exit")]
+    if ranks:
+        lo = min(s.start_ns for r in ranks for s in r.steps) / 1e9 - _SAMPLE_MARGIN_S
+        hi = max(s.end_ns for r in ranks for s in r.steps) / 1e9 + _SAMPLE_MARGIN_S
+        kept = window_samples(samples, int(lo * 1e9), int(hi * 1e9))
+    else:
+        kept = samples[-600:]
+    return {
+        "schema": SCHEMA,
+        "verdict": verdict.name,
+        "headline": verdict.headline,
+        "evidence": verdict.evidence,
+        "fixes": [f.to_dict() for f in verdict.fixes],
+        "findings": [f.to_dict() for f in sorted_findings(verdict.findings)],
+        "status": status,
+        "command": list(command),
+        "exit_code": exit_code,
+        "script_exit": exits[0] if exits else None,
+        "started": _dt.datetime.fromtimestamp(started_wall, _dt.timezone.utc).isoformat()
+        if started_wall else None,
+        "duration_s": round(duration_s, 3) if duration_s is not None else None,
+        "settings": {"steps": steps, "warmup": warmup},
+        "facts": facts,
+        "ranks": [{**r.to_dict(), "steps": [s.to_dict() for s in r.steps]} for r in ranks],
+        "stragglers": facts.get("stragglers", []),
+        "samples": kept,
+        "not_measured": missing,
+        "notes": notes,
+    }
+
+
+# ---- terminal ------------------------------------------------------------------------
+_VERDICT_STYLE = {"input-bound": "bold red", "io-bound": "bold red", "host-bound": "bold yellow",
+                  "memory-bound": "bold yellow", "compute-bound": "bold green", "unknown": "bold"}
+
+
+def _fmt_ms(v: float) -> str:
+    return f"{v:.1f} ms" if v >= 1 else f"{v * 1000:.0f} µs"
+
+
+def render_terminal(doc: dict[str, Any], console: Any, *, out_dir: str | None = None) -> None:
+    from rich.table import Table
+
+    from pitstop.render import evidence_text
+
+    facts = doc.get("facts") or {}
+    ranks = doc.get("ranks") or []
+    if ranks:
+        r0 = ranks[0]
+        console.print(f"[bold]pitstop profile[/]: {r0['steps_measured']} steps measured "
+                      f"(after {doc['settings']['warmup']} warm-up) on {facts.get('device', '?')}, "
+                      f"{len(ranks)} process{'es' if len(ranks) > 1 else ''}"
+                      + ("" if doc["status"] == "complete" else " [yellow](partial profile)[/]"))
+    style = _VERDICT_STYLE.get(doc["verdict"], "bold")
+    console.print(f"verdict: [{style}]{doc['verdict'].upper()}[/] — {escape_rich(doc['headline'])}")
+    if ranks:
+        r0 = ranks[0]
+        sm = r0["step_ms"]
+        console.print(f"  step time   median {_fmt_ms(sm['median'])}  "
+                      f"(p10 {_fmt_ms(sm['p10'])}, p90 {_fmt_ms(sm['p90'])})")
+        parts = []
+        for p in PHASES:
+            ms = r0["phase_ms_mean"].get(p, 0.0)
+            share = r0["phase_share"].get(p, 0.0)
+            if ms > 0:
+                parts.append(f"{p} {_fmt_ms(ms)} ({100 * share:.0f}%)")
+        console.print("  breakdown   " + " | ".join(parts))
+        if len(ranks) > 1:
+            per = ", ".join(f"rank {r['rank']}: {_fmt_ms(r['step_ms']['median'])}"
+                            + (f" (own work {_fmt_ms(r['work_ms_median'])})" if r.get("work_ms_median") else "")
+                            for r in ranks)
+            console.print(f"  per rank    {per}")
+    if doc.get("evidence"):
+        console.print("  evidence    " + escape_rich(evidence_text(
+            {k: v for k, v in doc["evidence"].items() if v is not None and k != "top_ops"})))
+    if doc.get("fixes"):
+        console.print("[bold]fixes[/] (most expected gain first):")
+        for i, fx in enumerate(doc["fixes"], 1):
+            refs = f" [dim]({', '.join(fx['refs'])})[/]" if fx.get("refs") else ""
+            console.print(f"  {i}. {escape_rich(fx['text'])}{refs}")
+            console.print(f"     [dim]{escape_rich(fx['why'])}[/]")
+    if doc.get("findings"):
+        table = Table(show_lines=False, expand=False, title="findings")
+        for col in ("code", "severity", "finding", "evidence"):
+            table.add_column(col)
+        for f in doc["findings"]:
+            table.add_row(f["code"], f["severity"], escape_rich(f["title"]),
+                          escape_rich(evidence_text(f["evidence"])))
+        console.print(table)
+    if doc.get("not_measured"):
+        console.print("[bold]not measured[/]:")
+        for k, why in doc["not_measured"].items():
+            console.print(f"  - {k}: {escape_rich(why)}")
+    for n in doc.get("notes") or []:
+        console.print(f"[dim]note: {escape_rich(n)}[/]")
+    if out_dir:
+        console.print(f"wrote {os.path.join(out_dir, 'profile.json')} and "
+                      f"{os.path.join(out_dir, 'report.html')}")
+
+
+def escape_rich(text: str) -> str:
+    from rich.markup import escape as _esc
+
+    return _esc(str(text))
+
+
+# ---- HTML ---------------------------------------------------------------------------
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:960px;color:#222}
+h1{font-size:22px;margin-bottom:4px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
+.verdict{display:inline-block;padding:4px 10px;border-radius:4px;color:#fff;font-weight:bold}
+.v-input-bound,.v-io-bound{background:#c62828}.v-host-bound,.v-memory-bound{background:#ef6c00}
+.v-compute-bound{background:#2e7d32}.v-unknown{background:#616161}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f5f5f5} code{background:#f3f3f3;padding:1px 4px;border-radius:3px}
+.muted{color:#777;font-size:13px} .problem{color:#c62828} .warning{color:#ef6c00} .info{color:#1565c0}
+"""
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _kv(d: dict[str, Any]) -> str:
+    from pitstop.render import evidence_text
+
+    return escape(evidence_text(d))
+
+
+def _timelines(doc: dict[str, Any]) -> list[str]:
+    samples = doc.get("samples") or []
+    if not samples:
+        return ["<p class='muted'>No telemetry samples.</p>"]
+    t0 = samples[0]["t"]
+    xs = [s["t"] - t0 for s in samples]
+    shade = []
+    ranks = doc.get("ranks") or []
+    if ranks:
+        steps = [s for s in ranks[0]["steps"] if s["kind"] == "measured"]
+        if steps:
+            a = steps[0]["start_ns"] / 1e9 - t0
+            b = steps[-1]["start_ns"] / 1e9 + steps[-1]["ms"] / 1e3 - t0
+            shade.append((a, b))
+    out = [line_chart([("CPU (all cores)", xs, [s.get("cpu_pct") for s in samples]),
+                       ("iowait", xs, [s.get("iowait_pct") for s in samples]),
+                       ("busiest disk busy", xs, [s.get("disk_busy_pct") for s in samples])],
+                      title="host CPU, iowait, disk busy", ylabel="%", ymax=100, shade=shade)]
+    cores = len(samples[-1].get("cpu_per_core_pct") or [])
+    if cores:
+        series = [(f"core {c}", xs, [(s.get("cpu_per_core_pct") or [None] * cores)[c]
+                                     if s.get("cpu_per_core_pct") else None for s in samples])
+                  for c in range(min(cores, 16))]
+        out.append(line_chart(series, title="per-core CPU", ylabel="%", ymax=100, shade=shade))
+    # processes: the training process(es) and their children
+    main_pids = [str(r["pid"]) for r in ranks]
+    proc_series = []
+    for pid in main_pids:
+        proc_series.append((f"pid {pid} (train)", xs, [((s.get("procs") or {}).get(pid) or {}).get("cpu")
+                                                       for s in samples]))
+    workers = sorted({k for s in samples for k, v in (s.get("procs") or {}).items()
+                      if str(v.get("ppid")) in main_pids})
+    if workers:
+        proc_series.append((f"{len(workers)} workers (sum)", xs,
+                            [sum(((s.get("procs") or {}).get(w) or {}).get("cpu") or 0.0 for w in workers)
+                             for s in samples]))
+    if proc_series:
+        out.append(line_chart(proc_series, title="process CPU (cores)", ylabel="cores", shade=shade))
+    out.append(line_chart([("disk read", xs, [(s.get("disk_read_bps") or 0) / 1e6 if s.get("disk_read_bps") is not None else None for s in samples])],
+                          title="disk read throughput", ylabel="MB/s", shade=shade))
+    gpus = samples[-1].get("gpus") or []
+    if gpus:
+        for key, label, ymax in (("utilization_gpu_pct", "GPU util %", 100.0),
+                                 ("utilization_memory_pct", "GPU memory-bandwidth util %", 100.0),
+                                 ("power_draw_w", "GPU power W", None)):
+            series = [(f"GPU {g['index']}", xs, [((s.get("gpus") or [{}] * (i + 1))[i] or {}).get(key)
+                                                 if i < len(s.get("gpus") or []) else None for s in samples])
+                      for i, g in enumerate(gpus)]
+            out.append(line_chart(series, title=label, ylabel=label, ymax=ymax, shade=shade))
+    return out
+
+
+def render_html(doc: dict[str, Any]) -> str:
+    """A single HTML file: inline CSS and SVG, no scripts, no network."""
+    v = doc["verdict"]
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+             f"<title>pitstop profile: {escape(v)}</title><style>{_CSS}</style></head><body>",
+             "<h1>pitstop profile</h1>",
+             f"<p class='muted'><code>{escape(' '.join(doc.get('command') or []))}</code> — exit code "
+             f"{escape(str(doc.get('exit_code')))}, {escape(doc.get('status', ''))} profile"
+             f"{', started ' + escape(doc['started']) if doc.get('started') else ''}</p>",
+             f"<p><span class='verdict v-{escape(v)}'>{escape(v)}</span> {escape(doc['headline'])}</p>"]
+    if doc.get("fixes"):
+        parts.append("<h2>What to do, most expected gain first</h2><ol>")
+        for fx in doc["fixes"]:
+            refs = f" <span class='muted'>({escape(', '.join(fx['refs']))})</span>" if fx.get("refs") else ""
+            parts.append(f"<li><b>{escape(fx['text'])}</b>{refs}<br><span class='muted'>"
+                         f"{escape(fx['why'])}</span></li>")
+        parts.append("</ol>")
+    ranks = doc.get("ranks") or []
+    if ranks:
+        parts.append("<h2>Where each step's time goes</h2>")
+        for r in ranks:
+            steps = r["steps"]
+            rows = [s["phases_ms"] for s in steps]
+            labels = [str(s["index"]) for s in steps]
+            marks = ["" if s["kind"] == "measured" else s["kind"] for s in steps]
+            title = f"rank {r['rank']}" if r.get("rank") is not None else f"pid {r['pid']}"
+            parts.append(f"<p class='muted'>{escape(title)}: per-step time by phase (faded bars: "
+                         "warm-up and the profiled probe step, not in the statistics)</p>")
+            parts.append(stacked_bars(rows, PHASES, labels=labels, marks=marks, title=title))
+        r0 = ranks[0]
+        parts.append(_table(["phase", "mean ms per step", "share"],
+                            [[f"<span style='color:{PALETTE[p]}'>■</span> {p}",
+                              f"{r0['phase_ms_mean'][p]:.2f}", f"{100 * r0['phase_share'][p]:.1f} %"]
+                             for p in PHASES]))
+        if len(ranks) > 1:
+            parts.append("<h2>Ranks</h2>")
+            rows2 = []
+            strag = {s["rank"] for s in doc.get("stragglers") or []}
+            for r in ranks:
+                rows2.append([escape(str(r["rank"])), f"{r['step_ms']['median']:.2f}",
+                              f"{r['work_ms_median']:.2f}" if r.get("work_ms_median") is not None else "",
+                              "<b class='problem'>straggler</b>" if r["rank"] in strag else ""])
+            parts.append(_table(["rank", "median step ms", "own work ms", ""], rows2))
+            series = [(f"rank {r['rank']}", [float(s["index"]) for s in r["steps"]],
+                       [s["ms"] for s in r["steps"]]) for r in ranks]
+            parts.append(line_chart(series, title="step time per rank", ylabel="ms", xlabel=""))
+    parts.append("<h2>Findings</h2>")
+    if doc.get("findings"):
+        parts.append(_table(["code", "severity", "finding", "evidence", "fix"], [
+            [escape(f["code"]), f"<span class='{escape(f['severity'])}'>{escape(f['severity'])}</span>",
+             escape(f["title"]) + (f"<br><code>{escape(f['location']['path'])}:{f['location']['line']}</code>"
+                                   if f.get("location") else ""),
+             _kv(f["evidence"]), escape((f.get("remedy") or {}).get("text", ""))]
+            for f in doc["findings"]]))
+        parts.append("<p class='muted'>Each code is documented by <code>pitstop explain CODE</code>.</p>")
+    else:
+        parts.append("<p class='muted'>None.</p>")
+    parts.append("<h2>Machine while training</h2>")
+    parts += _timelines(doc)
+    probe = (doc.get("facts") or {}).get("probe")
+    if probe:
+        parts.append("<h2>Operators in the probed step</h2>")
+        parts.append(f"<p>{probe['ops_per_step']} top-level operators; host overhead "
+                     f"{100 * probe['host_overhead_share']:.0f} % of compute time"
+                     + (f"; matmul/conv {100 * probe['matmul_share_of_op_time']:.0f} % of operator time"
+                        if probe.get("matmul_share_of_op_time") is not None else "") + "</p>")
+        parts.append(_table(["operator", "calls", "total µs"],
+                            [[escape(t["name"]), t["count"], f"{t['total_us']:.0f}"]
+                             for t in probe.get("top_ops", [])]))
+    parts.append("<h2>Evidence and facts</h2>")
+    facts = {k: v for k, v in (doc.get("facts") or {}).items()
+             if k not in ("per_rank", "probe", "phase_share") and v is not None}
+    parts.append(_table(["fact", "value"], [[escape(k), escape(str(v))] for k, v in facts.items()]))
+    if doc.get("not_measured"):
+        parts.append("<h2>Not measured</h2><ul>")
+        parts += [f"<li><b>{escape(k)}</b>: {escape(w)}</li>" for k, w in doc["not_measured"].items()]
+        parts.append("</ul>")
+    if doc.get("notes"):
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in doc["notes"]) + "</ul>")
+    parts.append("<p class='muted'>Generated by pitstop profile. Data: profile.json beside this file.</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,165 @@
+"""Host readings (psutil): per-core CPU, iowait, disk reads, and a tree of processes.
+
+Each reader is called once per sample and returns plain JSON-able values: rates are
+computed against the previous call, so the first call of a reader returns ``None``
+for them. Readers never raise for a vanished process or an unreadable ``/proc``
+file; the value is left out and :attr:`notes` says why once.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+__all__ = ["CpuReader", "DiskReader", "ProcessTreeReader"]
+
+# Block devices that are not storage a dataset lives on.
+_VIRTUAL_DISK = re.compile(r"^(loop|ram|zram|sr|fd|md|nbd)\d*")
+
+
+class CpuReader:
+    """Per-core busy percent and the machine's iowait percent since the last call."""
+
+    def __init__(self) -> None:
+        self._last_per_core: list[Any] | None = None
+        self._last_total: Any | None = None
+
+    @staticmethod
+    def _busy_pct(now: Any, before: Any) -> float:
+        fields = now._fields
+        total = sum(getattr(now, f) - getattr(before, f) for f in fields
+                    if f not in ("guest", "guest_nice"))
+        idle = (now.idle - before.idle) + (getattr(now, "iowait", 0.0) - getattr(before, "iowait", 0.0))
+        return 0.0 if total <= 0 else max(0.0, min(100.0, 100.0 * (total - idle) / total))
+
+    def read(self) -> dict[str, Any]:
+        per_core = psutil.cpu_times(percpu=True)
+        total = psutil.cpu_times()
+        out: dict[str, Any] = {"cpu_pct": None, "cpu_per_core_pct": None, "iowait_pct": None}
+        if self._last_per_core is not None and self._last_total is not None:
+            out["cpu_per_core_pct"] = [round(self._busy_pct(n, b), 1)
+                                       for n, b in zip(per_core, self._last_per_core, strict=False)]
+            out["cpu_pct"] = round(self._busy_pct(total, self._last_total), 1)
+            span = sum(total) - sum(self._last_total)
+            iowait = getattr(total, "iowait", 0.0) - getattr(self._last_total, "iowait", 0.0)
+            out["iowait_pct"] = round(100.0 * iowait / span, 1) if span > 0 else 0.0
+        self._last_per_core, self._last_total = per_core, total
+        return out
+
+
+class DiskReader:
+    """Read throughput (bytes/s) summed over real disks, and the busiest disk's busy percent."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, Any] | None = None
+        self._last_t = 0.0
+
+    def read(self) -> dict[str, Any]:
+        now = time.monotonic()
+        try:
+            disks = {name: c for name, c in psutil.disk_io_counters(perdisk=True).items()
+                     if not _VIRTUAL_DISK.match(name)}
+        except Exception:  # no /proc/diskstats (some containers)
+            disks = {}
+        out: dict[str, Any] = {"disk_read_bps": None, "disk_busy_pct": None, "disk_busiest": None}
+        if self._last is not None and now > self._last_t:
+            dt = now - self._last_t
+            read_bytes = 0
+            busiest, busy = None, 0.0
+            for name, c in disks.items():
+                before = self._last.get(name)
+                if before is None:
+                    continue
+                read_bytes += max(0, c.read_bytes - before.read_bytes)
+                busy_ms = getattr(c, "busy_time", None)
+                if busy_ms is not None:
+                    pct = min(100.0, 100.0 * (busy_ms - before.busy_time) / 1000.0 / dt)
+                    if pct >= busy:
+                        busiest, busy = name, pct
+            out["disk_read_bps"] = round(read_bytes / dt)
+            out["disk_busy_pct"] = round(busy, 1)
+            out["disk_busiest"] = busiest
+        self._last, self._last_t = disks, now
+        return out
+
+
+@dataclass
+class _Tracked:
+    proc: psutil.Process
+    cpu_s: float | None = None
+    read_chars: int | None = None
+
+
+@dataclass
+class ProcessTreeReader:
+    """CPU (fraction of one core), RSS, state and read rate of processes and their descendants.
+
+    ``roots`` are the pids to follow (the training process, or ``pitstop``'s child);
+    their descendants (DataLoader workers, torchrun's ranks) are found again every
+    ``rescan_s`` seconds, because walking ``/proc`` at 10 Hz would cost more than the
+    readings themselves.
+    """
+
+    roots: list[int]
+    rescan_s: float = 1.0
+    include_roots: bool = True
+    _tracked: dict[int, _Tracked] = field(default_factory=dict)
+    _last_scan: float = -1e9
+    _last_t: float = 0.0
+
+    def _rescan(self) -> None:
+        seen: dict[int, psutil.Process] = {}
+        for pid in self.roots:
+            try:
+                root = psutil.Process(pid)
+                if self.include_roots:
+                    seen[pid] = root
+                for child in root.children(recursive=True):
+                    seen[child.pid] = child
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        for pid in list(self._tracked):
+            if pid not in seen:
+                del self._tracked[pid]
+        for pid, proc in seen.items():
+            if pid not in self._tracked:
+                self._tracked[pid] = _Tracked(proc)
+
+    def read(self) -> dict[str, Any]:
+        now = time.monotonic()
+        if now - self._last_scan >= self.rescan_s:
+            self._rescan()
+            self._last_scan = now
+        dt = now - self._last_t if self._last_t else 0.0
+        self._last_t = now
+        procs: dict[str, Any] = {}
+        for pid, t in list(self._tracked.items()):
+            try:
+                with t.proc.oneshot():
+                    times = t.proc.cpu_times()
+                    cpu_s = times.user + times.system
+                    entry: dict[str, Any] = {
+                        "ppid": t.proc.ppid(),
+                        "rss": t.proc.memory_info().rss,
+                        "state": t.proc.status(),
+                        "cpu": None,
+                        "read_bps": None,
+                    }
+                    try:
+                        rc = int(t.proc.io_counters().read_chars)
+                    except (psutil.AccessDenied, AttributeError, NotImplementedError):
+                        rc = None
+            except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+                del self._tracked[pid]
+                continue
+            if dt > 0 and t.cpu_s is not None:
+                entry["cpu"] = round(max(0.0, cpu_s - t.cpu_s) / dt, 3)
+            if dt > 0 and rc is not None and t.read_chars is not None:
+                entry["read_bps"] = round(max(0, rc - t.read_chars) / dt)
+            t.cpu_s, t.read_chars = cpu_s, rc
+            procs[str(pid)] = entry
+        return {"procs": procs}

@@ -1,0 +1,156 @@
+"""Planted scenarios, each run for real under ``pitstop profile`` on CPU, verdict asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+SRC = Path(__file__).resolve().parents[2] / "src"
+PROFILE = ("profile", "--steps", "8", "--warmup", "3")
+
+
+def _run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
+    """``python -m pitstop ARGS`` for real, in a subprocess."""
+    env_all = dict(os.environ)
+    env_all["PYTHONPATH"] = str(SRC) + os.pathsep + env_all.get("PYTHONPATH", "")
+    env_all["COLUMNS"] = "200"
+    env_all["PYTHONUNBUFFERED"] = "1"
+    if env:
+        env_all.update(env)
+        if "PYTHONPATH" in env:
+            env_all["PYTHONPATH"] = str(SRC) + os.pathsep + env["PYTHONPATH"]
+    return subprocess.run([sys.executable, "-m", "pitstop", *args], cwd=cwd, env=env_all,
+                          capture_output=True, text=True, timeout=150)
+
+
+def _profile(tmp_path: Path, *command: str, extra: tuple[str, ...] = ()) -> tuple[Any, dict[str, Any]]:
+    out = tmp_path / "out"
+    proc = _run(*PROFILE, *extra, "--out", str(out), "--", *command, cwd=tmp_path)
+    doc_path = out / "profile.json"
+    assert doc_path.exists(), proc.stderr
+    doc = json.loads(doc_path.read_text())
+    html = (out / "report.html").read_text()
+    assert "<svg" in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    return proc, doc
+
+
+def _codes(doc: dict[str, Any]) -> set[str]:
+    return {f["code"] for f in doc["findings"]}
+
+
+def test_input_bound(tmp_path: Path) -> None:
+    proc, doc = _profile(tmp_path, sys.executable, str(SCRIPTS / "input_bound.py"), "14")
+    assert proc.returncode == 0, proc.stderr
+    assert doc["verdict"] == "input-bound", doc["headline"]
+    assert "PF001" in _codes(doc)
+    assert doc["ranks"][0]["phase_share"]["data"] >= 0.3
+    assert doc["status"] == "complete"
+    assert len([s for s in doc["ranks"][0]["steps"] if s["kind"] == "measured"]) == 8
+    assert any("pitstop bench" in f["text"] for f in doc["fixes"])
+    assert "INPUT-BOUND" in proc.stderr
+
+
+def test_io_bound(tmp_path: Path) -> None:
+    proc, doc = _profile(tmp_path, sys.executable, str(SCRIPTS / "io_bound.py"),
+                         str(tmp_path / "data"), "14")
+    assert proc.returncode == 0, proc.stderr
+    assert doc["verdict"] == "io-bound", (doc["headline"], doc["facts"])
+    assert {"PF001", "PF002"} <= _codes(doc)
+    assert doc["facts"]["workers"] == 2
+
+
+def test_compute_bound(tmp_path: Path) -> None:
+    proc, doc = _profile(tmp_path, sys.executable, str(SCRIPTS / "compute_bound.py"), "14")
+    assert proc.returncode == 0, proc.stderr
+    assert doc["verdict"] == "compute-bound", (doc["headline"], doc["facts"].get("probe"))
+    assert doc["facts"]["probe"]["matmul_share_of_op_time"] >= 0.5
+
+
+def test_host_bound(tmp_path: Path) -> None:
+    proc, doc = _profile(tmp_path, sys.executable, str(SCRIPTS / "host_bound.py"), "14")
+    assert proc.returncode == 0, proc.stderr
+    assert doc["verdict"] == "host-bound", (doc["headline"], doc["facts"].get("probe"))
+    probe = doc["facts"]["probe"]
+    assert probe["ops_per_step"] >= 1000
+    assert probe["host_overhead_share"] >= 0.5
+    assert "PF003" in _codes(doc)
+
+
+def test_torchrun_straggler(tmp_path: Path) -> None:
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not installed next to this python")
+    proc, doc = _profile(tmp_path, str(torchrun), "--standalone", "--nproc-per-node", "2",
+                         str(SCRIPTS / "ddp_straggler.py"), "14")
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1]
+    assert [s["rank"] for s in doc["stragglers"]] == [1], doc["ranks"]
+    assert "PF007" in _codes(doc)
+    assert "rank 1" in proc.stderr
+
+
+def test_passthrough(tmp_path: Path) -> None:
+    script = SCRIPTS / "passthrough.py"
+    proc, doc = _profile(tmp_path, sys.executable, str(script), "12", "7", "--flag=x y")
+    assert proc.returncode == 7
+    seen = json.loads(proc.stdout.strip().splitlines()[0])
+    assert seen["argv"] == [str(script), "12", "7", "--flag=x y"]
+    assert seen["name"] == "__main__"
+    assert seen["file"] == str(script)
+    assert seen["sitecustomize_dirs"] == []  # pitstop's folder is hidden from sys.path
+    assert "to stderr" in proc.stderr
+    assert doc["exit_code"] == 7
+    assert doc["status"] == "complete"  # 3 + 8 steps of the 12 run
+
+
+def test_script_that_raises_keeps_partial_profile(tmp_path: Path) -> None:
+    proc, doc = _profile(tmp_path, sys.executable, str(SCRIPTS / "raises.py"), "6")
+    assert proc.returncode == 1
+    assert "planted failure" in proc.stderr  # the script's traceback passes through
+    assert doc["status"] == "partial"
+    assert doc["script_exit"] == {"kind": "exception", "type": "RuntimeError",
+                                  "message": "planted failure after some steps"}
+    assert len(doc["ranks"][0]["steps"]) == 6
+    assert doc["exit_code"] == 1
+
+
+def test_script_without_torch(tmp_path: Path) -> None:
+    script = tmp_path / "plain.py"
+    script.write_text("import sys\nprint('hello')\nsys.exit(4)\n")
+    proc, doc = _profile(tmp_path, sys.executable, str(script))
+    assert proc.returncode == 4
+    assert proc.stdout.strip() == "hello"
+    assert doc["verdict"] == "unknown"
+    assert "PF011" in _codes(doc)
+
+
+def test_existing_sitecustomize_still_runs(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nos.environ['CHAINED'] = 'yes'\n")
+    script = tmp_path / "show.py"
+    script.write_text("import os, sitecustomize\nprint(os.environ.get('CHAINED'), "
+                      "sitecustomize.__file__)\n")
+    out = tmp_path / "out"
+    proc = _run(*PROFILE, "--out", str(out), "--", sys.executable, str(script),
+                       cwd=tmp_path, env={"PYTHONPATH": str(site)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["yes", str(site / "sitecustomize.py")]
+
+
+def test_bad_command_is_a_usage_error(tmp_path: Path) -> None:
+    proc = _run("profile", "--out", str(tmp_path / "o"), "--", "no-such-command-xyz",
+                       cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("pitstop: error: no-such-command-xyz")
+    assert "Traceback" not in proc.stderr
+    proc = _run("profile", "--", sys.executable, "missing_script.py", cwd=tmp_path)
+    assert proc.returncode == 2 and "missing_script.py" in proc.stderr
+    assert not (tmp_path / "pitstop-profile" / "profile.json").exists()
