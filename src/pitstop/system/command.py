@@ -14,6 +14,7 @@ import shlex
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from pitstop.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from pitstop.sysroot import Sysroot
@@ -185,7 +186,7 @@ def _findings(m: Machine, readings: list[tuple[Setting, Reading]]) -> list[Any]:
         out.append(Finding(
             s.code, s.title, Severity.WARNING,
             {"current": r.current, "wanted": r.wanted, "changes": len(r.changes)},
-            Remedy.pitstop(f"sudo pitstop system apply --yes --only {s.name}",
+            Remedy.pitstop("sudo " + _suggest(m, "apply", (s.name,), ("--yes",)),
                            "previous values are saved; `pitstop system revert --yes` "
                            "restores them")))
     return out
@@ -201,17 +202,18 @@ def _print_show(m: Machine, readings: list[tuple[Setting, Reading]],
         table.add_column(col, overflow="fold")
     for s, r in readings:
         table.add_row(s.name, f"[{STATUS_STYLE[r.status]}]{r.status.value}[/]",
-                      r.current, r.wanted, f"[dim]{r.detail}[/]" if r.detail else "")
+                      escape(r.current), escape(r.wanted),
+                      f"[dim]{escape(r.detail)}[/]" if r.detail else "")
     console.print(table)
     console.print("[bold]Why:[/]")
     for s, _r in readings:
-        console.print(f"  [bold]{s.name}[/]: {s.why}")
+        console.print(f"  [bold]{s.name}[/]: {escape(s.why)}")
     for note in _environment_notes(m):
-        console.print(f"[bold]note:[/] {note}")
+        console.print(f"[bold]note:[/] {escape(note)}")
     differ = [s.name for s, r in readings if r.status is Status.DIFFERS]
     if differ:
         console.print(f"{len(differ)} setting(s) differ: {', '.join(differ)}. "
-                      f"See the exact changes: {_suggest(m, 'apply', tuple(differ))}")
+                      f"See the exact changes: {escape(_suggest(m, 'apply', tuple(differ)))}")
     if m.read_only_reason("/sys/devices/system/cpu") or m.container:
         _print_host_commands(console, m, readings, blocked_only=False)
     if state is not None:
@@ -229,7 +231,7 @@ def _print_host_commands(console: Any, m: Machine, readings: list[tuple[Setting,
     if hosts:
         console.print("[bold]On the host (or by hand), run:[/]")
         for name, cmd in hosts:
-            console.print(f"  {cmd}    [dim]# {name}[/]", soft_wrap=True)
+            console.print(f"  {escape(cmd)}    [dim]# {name}[/]", soft_wrap=True)
         if any("cpupower" in cmd for _, cmd in hosts) and find_tool(m.sr, "cpupower") is None:
             console.print(f"  [dim](cpupower is not installed here: "
                           f"{INSTALL_HINTS['cpupower']})[/]")
@@ -247,20 +249,21 @@ def _print_plan(m: Machine, readings: list[tuple[Setting, Reading]],
     for s, r in readings:
         if not r.changes:
             continue
-        console.print(f"[bold]{s.name}[/]  {r.current} -> {r.wanted}")
+        console.print(f"[bold]{s.name}[/]  {escape(r.current)} -> {escape(r.wanted)}")
         for c in r.changes:
-            line = f"  {c.action.describe()}"
+            line = f"  {escape(c.action.describe())}"
             if c.blocked:
-                line = f"  [dim]{c.action.describe()}[/]  [red]skipped: {c.blocked}[/]"
+                line = (f"  [dim]{escape(c.action.describe())}[/]  "
+                        f"[red]skipped: {escape(c.blocked)}[/]")
             console.print(line, soft_wrap=True)
     ok = [s.name for s, r in readings if r.status is Status.OK]
     if ok:
         console.print(f"[green]already at the training value:[/] {', '.join(ok)}")
     for s, r in readings:
         if r.status in (Status.UNSUPPORTED, Status.UNKNOWN):
-            console.print(f"[dim]{s.name}: {r.status.value}: {r.detail}[/]")
+            console.print(f"[dim]{s.name}: {r.status.value}: {escape(r.detail)}[/]")
     for note in _environment_notes(m):
-        console.print(f"[bold]note:[/] {note}")
+        console.print(f"[bold]note:[/] {escape(note)}")
     _print_host_commands(console, m, readings, blocked_only=True)
 
 
@@ -328,17 +331,17 @@ def apply(profile: str, only: tuple[str, ...], yes: bool, persist: bool, data: s
 def _print_outcome(outcome: Any, verb: str) -> None:
     console = _console()
     for line in outcome.done:
-        console.print(f"[green]{verb}[/] {line}", soft_wrap=True)
+        console.print(f"[green]{verb}[/] {escape(line)}", soft_wrap=True)
     for line in outcome.skipped:
-        console.print(f"[yellow]skipped[/] {line}", soft_wrap=True)
+        console.print(f"[yellow]skipped[/] {escape(line)}", soft_wrap=True)
     for path in outcome.persisted:
         console.print(f"[green]{'installed' if verb == 'applied' else 'removed'}[/] {path}")
     if outcome.failed:
-        console.print(f"[bold red]failed[/] {outcome.failed}", soft_wrap=True)
+        console.print(f"[bold red]failed[/] {escape(outcome.failed)}", soft_wrap=True)
     for line in outcome.rolled_back:
-        console.print(f"[yellow]rolled back[/] {line}", soft_wrap=True)
+        console.print(f"[yellow]rolled back[/] {escape(line)}", soft_wrap=True)
     for line in outcome.rollback_failed:
-        console.print(f"[bold red]could not restore[/] {line}", soft_wrap=True)
+        console.print(f"[bold red]could not restore[/] {escape(line)}", soft_wrap=True)
     if verb == "applied":
         if outcome.failed and not outcome.rollback_failed:
             console.print("Every change of this run was undone; the machine is as before.")
@@ -369,6 +372,10 @@ def revert(yes: bool, sysroot: str | None, as_json: bool) -> int:
     from pitstop.system.apply import may_change, revert_state
 
     sr = _sysroot(sysroot)
+    refusal = may_change(sr) if yes else ""
+    if refusal:
+        raise UsageError(f"{refusal}: nothing was changed; rerun as root "
+                         "(sudo pitstop system revert --yes)")
     state = State.load(sr)
     if state is None:
         if as_json:
@@ -384,18 +391,14 @@ def revert(yes: bool, sysroot: str | None, as_json: bool) -> int:
         console.print(f"[bold]Dry run[/]: nothing was changed. Saved on {state.created}; "
                       "revert would run:")
         for e in state.entries:
-            console.print(f"  {e.undo.describe()}    [dim]# {e.setting} {e.target}: "
-                          f"back to {e.previous}[/]", soft_wrap=True)
+            console.print(f"  {escape(e.undo.describe())}    [dim]# {escape(e.setting)} "
+                          f"{escape(e.target)}: back to {escape(e.previous)}[/]", soft_wrap=True)
         for p in state.persist:
             console.print(f"  rm {p}")
         click.echo("To restore: sudo " + shlex.join(
             ["pitstop", "system", "revert", "--yes"]
             + ([] if sr.is_live else ["--sysroot", str(sr.root)])))
         return EXIT_OK
-    refusal = may_change(sr)
-    if refusal:
-        raise UsageError(f"{refusal}: nothing was changed; rerun as root "
-                         "(sudo pitstop system revert --yes)")
     outcome = revert_state(sr)
     if outcome is None:
         click.echo("Nothing to revert: the saved state is gone (another revert?).")
