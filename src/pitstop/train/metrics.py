@@ -55,6 +55,8 @@ class Metrics:
 
     def __init__(self, device: str | torch.device = "auto", writer: Any = None) -> None:
         self.device = resolve_device(device)
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self.dtype = torch.float32 if self.device.type == "mps" else torch.float64
         self._sums: dict[str, torch.Tensor] = {}
         self._counts: dict[str, torch.Tensor] = {}

@@ -39,21 +39,27 @@ _CPU_FP16_ALLOWED = False
 Precision = Literal["auto", "bf16", "fp16", "fp32"]
 
 
+def _unwrap_compiled(model: torch.nn.Module) -> torch.nn.Module:
+    """The module under ``torch.compile``'s wrapper (whose class hides DDP/FSDP)."""
+    return getattr(model, "_orig_mod", model)
+
+
 def _is_ddp(model: torch.nn.Module) -> bool:
-    return isinstance(model, torch.nn.parallel.DistributedDataParallel)
+    return isinstance(_unwrap_compiled(model), torch.nn.parallel.DistributedDataParallel)
 
 
 def _is_fsdp(model: torch.nn.Module) -> bool:
     # FSDP1 (FullyShardedDataParallel) has no_sync(); FSDP2 (fully_shard) modules have
     # set_requires_gradient_sync(). Checked by name so that torch builds without
     # distributed support still import this module.
-    cls_names = {c.__name__ for c in type(model).__mro__}
+    cls_names = {c.__name__ for c in type(_unwrap_compiled(model)).__mro__}
     return bool(cls_names & {"FullyShardedDataParallel", "FSDPModule"})
 
 
 @contextlib.contextmanager
 def _without_grad_sync(model: torch.nn.Module) -> Iterator[None]:
     """Accumulate gradients locally: no all-reduce / reduce-scatter in this backward."""
+    model = _unwrap_compiled(model)
     set_sync = getattr(model, "set_requires_gradient_sync", None)
     if callable(set_sync):  # FSDP2
         set_sync(False)
@@ -104,6 +110,10 @@ class TrainStep:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, "
                              f"got {precision!r}")
+        if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
+            raise ValueError("ReduceLROnPlateau steps on a validation metric, which TrainStep does "
+                             "not see: leave scheduler=None and call scheduler.step(val_loss) "
+                             "yourself after each evaluation")
         if microbatch not in (None, "auto"):
             raise ValueError(f"microbatch must be None or 'auto', got {microbatch!r}")
         if clip_grad_norm is not None and not clip_grad_norm > 0:
@@ -220,8 +230,15 @@ class TrainStep:
             return self._one(inputs, targets, 1.0, autocast)
         total: torch.Tensor | None = None
         k = mb.count_micro_steps(n, micro)
-        batch = (inputs, targets)
-        for i, ((x, y), weight) in enumerate(mb.micro_batches(batch, n, micro)):
+        parts: Any
+        if isinstance(inputs, torch.Tensor) and isinstance(targets, torch.Tensor) \
+                and inputs.shape[0] == targets.shape[0] == n:
+            # Plain (x, y) tensors: split directly, no walk over a nested structure.
+            parts = (((x, y), x.shape[0] / n)
+                     for x, y in zip(inputs.split(micro), targets.split(micro), strict=True))
+        else:
+            parts = mb.micro_batches((inputs, targets), n, micro)
+        for i, ((x, y), weight) in enumerate(parts):
             sync = sync_last and i == k - 1
             if self._sync_aware and not sync:
                 with _without_grad_sync(self.model):
@@ -246,7 +263,8 @@ class TrainStep:
 
     def _auto_micro(self, inputs: Any, targets: Any, n: int) -> torch.Tensor:
         micro = min(n, self.micro_batch_size or math.ceil(n / self.accumulate))
-        group = getattr(self.model, "process_group", None) if _is_ddp(self.model) else None
+        ddp = _unwrap_compiled(self.model)
+        group = getattr(ddp, "process_group", None) if _is_ddp(self.model) else None
         distributed = group is not None and dist.is_initialized() and dist.get_world_size(group) > 1
         while True:
             self.micro_batch_size = micro
@@ -264,8 +282,8 @@ class TrainStep:
             if not oom:
                 if distributed:
                     mb.all_reduce_gradients(self.params, group)
-                    if getattr(self.model, "broadcast_buffers", False):
-                        mb.broadcast_buffers(self.model, group)
+                    if getattr(ddp, "broadcast_buffers", False):
+                        mb.broadcast_buffers(ddp, group)
                 assert loss is not None
                 return loss
             # Drop what the failed attempt left: partial gradients (the GradScaler keeps
@@ -313,7 +331,7 @@ class TrainStep:
 
     def _clip(self) -> torch.Tensor:
         assert self.clip_grad_norm is not None
-        fsdp_clip = getattr(self.model, "clip_grad_norm_", None)
+        fsdp_clip = getattr(_unwrap_compiled(self.model), "clip_grad_norm_", None)
         if callable(fsdp_clip):  # FSDP1 shards gradients: its own method computes the global norm
             return fsdp_clip(self.clip_grad_norm)
         return torch.nn.utils.clip_grad_norm_(self.params, self.clip_grad_norm)
