@@ -160,3 +160,26 @@ def test_small_helpers() -> None:
     assert _summary({"cpu0": "a", "cpu1": "a", "cpu2": "b", "cpu5": "a"}) == \
         "a (cpu0-1,5), b (cpu2)"
     assert _summary({"cpu0": "a", "cpu1": "a"}) == "a"
+
+
+def test_readahead_btrfs_overlay_and_dm(machine) -> None:
+    root = machine("workstation-4090")
+    mountinfo = root / "proc/self/mountinfo"
+    mountinfo.write_text(mountinfo.read_text() + (
+        "80 28 0:33 / /btr rw - btrfs /dev/sda1 rw,ssd,subvol=/\n"
+        "81 28 0:34 / /ovl rw - overlay overlay rw,lowerdir=/a\n"
+        "82 28 253:0 / /lvm rw - ext4 /dev/mapper/vg-data rw\n"))
+    # btrfs reports an anonymous 0:NN; its source names the disk
+    (root / "sys/class/block/sda1").mkdir(parents=True)
+    (root / "sys/class/block/sda1/dev").write_text("8:1\n")
+    dm = root / "sys/devices/virtual/block/dm-0"
+    (dm / "queue").mkdir(parents=True)
+    (dm / "queue/read_ahead_kb").write_text("8192\n")
+    (root / "sys/dev/block/253:0").symlink_to("../../devices/virtual/block/dm-0")
+
+    r = readings(root, "/btr/x")["readahead"]
+    assert r.changes[0].action.path.endswith("/block/sda/queue/read_ahead_kb")  # type: ignore[union-attr]
+    r = readings(root, "/ovl/x")["readahead"]
+    assert r.status is Status.UNSUPPORTED and "container" in r.detail
+    r = readings(root, "/lvm/x")["readahead"]
+    assert r.status is Status.OK and r.current == "8192 KiB on /dev/dm-0"

@@ -144,6 +144,11 @@ def detect_container(sr: Sysroot) -> str | None:
         return "docker"
     if sr.exists("/run/.containerenv"):
         return "podman"
+    if sr.exists("/var/run/secrets/kubernetes.io/serviceaccount"):
+        return "kubernetes"
+    marker = sr.read_text("/run/systemd/container")  # systemd-nspawn, lxc, ...
+    if marker:
+        return marker
     env = sr.read_text("/proc/1/environ") or ""
     match = re.search(r"(?:^|\x00)container=([^\x00]+)", env)
     if match:
