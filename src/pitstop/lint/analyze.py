@@ -1,0 +1,102 @@
+"""Lint one source text: parse once with ``ast``, build the loop context, run the rules,
+apply ``# noqa`` and the selection. Pure: no files are read or written here."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from pitstop.lint.context import ModuleContext
+from pitstop.lint.model import LintFinding
+
+# Cheap byte-level gate: a file none of whose rules could fire is not even parsed.
+TRIGGERS = (b"torch", b"DataLoader")
+NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",
+                     re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which codes to report: ``select``/``ignore`` entries are code prefixes (``LT0``,
+    ``LT001``), rule names (``sync-in-hot-loop``) or categories (``sync``)."""
+
+    select: tuple[str, ...] = ("LT",)
+    ignore: tuple[str, ...] = ()
+
+    def wants(self, code: str, name: str = "", category: str = "") -> bool:
+        def hit(entries: tuple[str, ...]) -> int:
+            best = -1
+            for e in entries:
+                if code.startswith(e.upper()) or e in (name, category):
+                    best = max(best, len(e) if code.startswith(e.upper()) else 99)
+            return best
+        s, i = hit(self.select), hit(self.ignore)
+        return s >= 0 and s > i
+
+
+@dataclass(frozen=True)
+class LintOptions:
+    """Everything a worker needs to lint a file; picklable."""
+
+    selection: Selection = field(default_factory=Selection)
+    cpus: int = 1
+    local_world_size: int = 1
+
+
+def mentions_torch(data: bytes) -> bool:
+    return any(t in data for t in TRIGGERS)
+
+
+def parse(text: str, path: str) -> ast.Module:
+    return ast.parse(text, filename=path, type_comments=False)
+
+
+def analyze_tree(tree: ast.Module, text: str, path: str, options: LintOptions,
+                 lines: list[str] | None = None) -> tuple[list[LintFinding], frozenset[str]]:
+    """Run every rule on a parsed module; returns findings (before noqa) and package facts."""
+    from pitstop.findings import get_doc
+    from pitstop.lint.rules import HOT_RULES, MODULE_RULES
+
+    if lines is None:
+        lines = text.splitlines()
+    ctx = ModuleContext(tree, lines, path, text=text, cpus=options.cpus,
+                        local_world_size=options.local_world_size)
+    sel = options.selection
+
+    def wanted(code: str) -> bool:
+        doc = get_doc(code)
+        return sel.wants(code, doc.name, doc.category)
+
+    hot = [rule for code, rule in HOT_RULES if wanted(code)]
+    # The walk also feeds program-level facts (training loops, batches moved to the GPU),
+    # so it runs whenever the text could hold a loop worth knowing about.
+    if ctx.could_have_hot_loops():
+        ctx.run(hot)
+    for code, check in MODULE_RULES:
+        if wanted(code):
+            check(ctx)
+    return ctx.findings, frozenset(ctx.facts)
+
+
+def noqa_codes(line: str) -> set[str] | None:
+    """Codes silenced on ``line``: None when there is no noqa, an empty set for a bare one."""
+    if "noqa" not in line.lower():
+        return None
+    m = NOQA_RE.search(line)
+    if m is None:
+        return None
+    codes = m.group("codes")
+    if not codes:
+        return set()
+    return {c.upper() for c in re.split(r"[\s,]+", codes) if c}
+
+
+def apply_noqa(findings: list[LintFinding], lines: list[str]) -> list[LintFinding]:
+    out = []
+    for f in findings:
+        line = lines[f.line - 1] if 0 < f.line <= len(lines) else ""
+        codes = noqa_codes(line)
+        if codes is None or (codes and f.code not in codes):
+            out.append(f)
+    return out

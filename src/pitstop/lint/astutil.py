@@ -1,0 +1,157 @@
+"""Small helpers over the standard ``ast``: import aliases, dotted names, argument lookup."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+# Names that say "this object is a model" when nothing better is known.
+MODEL_RE = re.compile(
+    r"^(model|models|net|network|module|ddp_model|raw_model|encoder|decoder|generator|"
+    r"discriminator|netg|netd|gen|disc|critic|backbone|classifier|teacher|student|policy|"
+    r"actor|vae|unet|gpt|bert|transformer|resnet|cnn|mlp|lm|ema_model)(_\w+)?$|_model$|_net$"
+)
+MODEL_EXACT = frozenset({"G", "D", "netG", "netD"})
+LOSS_RE = re.compile(r"loss|criterion|^crit", re.IGNORECASE)
+OPTIM_RE = re.compile(r"optim|^opt($|_)|_opt$|^opt[A-Z]|scaler", re.IGNORECASE)
+LOADERISH_RE = re.compile(r"loader|^dl$|^dl_|_dl$|batches|batch_iter|data_iter|train_iter|val_iter",
+                          re.IGNORECASE)
+LOADER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "islice", "trange", "track",
+                             "progress", "cycle", "ProgressBar", "auto"})
+
+TORCH_DTYPES = frozenset({
+    "float", "float16", "float32", "float64", "half", "bfloat16", "double", "int", "int8",
+    "int16", "int32", "int64", "long", "uint8", "bool", "complex64", "complex128", "short",
+    "float8_e4m3fn", "float8_e5m2", "channels_last", "contiguous_format",
+})
+
+
+def collect_aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> fully qualified name for every import in the module (any depth)."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = a.name
+                else:
+                    top = a.name.split(".", 1)[0]
+                    aliases.setdefault(top, top)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    return aliases
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None (no alias resolution)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def qualname(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """The dotted name with its first part resolved through the module's imports."""
+    name = dotted(node)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    full = aliases.get(head, head)
+    return f"{full}.{rest}" if rest else full
+
+
+def last_name(node: ast.AST) -> str | None:
+    """The last component of a Name/Attribute (``self.model`` -> ``model``)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def callee_tail(call: ast.Call) -> str:
+    return last_name(call.func) or ""
+
+
+def kwarg(call: ast.Call, name: str) -> ast.keyword | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def has_star_kwargs(call: ast.Call) -> bool:
+    return any(kw.arg is None for kw in call.keywords) or any(
+        isinstance(a, ast.Starred) for a in call.args)
+
+
+def arg_or_kw(call: ast.Call, index: int, name: str) -> ast.expr | None:
+    """The argument bound to parameter ``name`` (positional ``index`` or keyword)."""
+    kw = kwarg(call, name)
+    if kw is not None:
+        return kw.value
+    if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:index + 1]):
+        return call.args[index]
+    return None
+
+
+def is_const(node: ast.AST | None, value: object) -> bool:
+    """Is ``node`` the literal ``value`` (``True`` is not ``1`` here)?"""
+    if not isinstance(node, ast.Constant):
+        return False
+    if isinstance(value, bool) or value is None:
+        return node.value is value
+    return not isinstance(node.value, bool) and node.value == value
+
+
+def target_names(target: ast.AST) -> Iterator[str]:
+    """Dotted names bound by an assignment/for target (tuples unpacked)."""
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            yield from target_names(elt)
+    elif isinstance(target, ast.Starred):
+        yield from target_names(target.value)
+    else:
+        name = dotted(target)
+        if name is not None:
+            yield name
+
+
+def root_name(node: ast.AST) -> str | None:
+    """``batch`` for ``batch["x"][0].foo``: the name a subscript/attribute chain starts at."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def unwrap_iterable(node: ast.expr) -> list[ast.expr]:
+    """The loaders inside ``enumerate(tqdm(loader))`` / ``zip(a, b)``."""
+    if isinstance(node, ast.Call):
+        tail = callee_tail(node)
+        if tail in LOADER_WRAPPERS:
+            out: list[ast.expr] = []
+            for a in node.args:
+                out.extend(unwrap_iterable(a))
+            return out
+    return [node]
+
+
+def iter_shallow(stmts: list[ast.stmt], *, into_loops: bool) -> Iterator[ast.AST]:
+    """Every node under ``stmts`` without entering nested function/class definitions
+    (and, unless ``into_loops``, nested loops)."""
+    skip: tuple[type, ...] = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    if not into_loops:
+        skip += (ast.For, ast.AsyncFor, ast.While)
+    stack: list[ast.AST] = [s for s in reversed(stmts) if not isinstance(s, skip)]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, skip):
+                stack.append(child)

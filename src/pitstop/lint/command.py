@@ -1,0 +1,156 @@
+"""``pitstop lint PATH...``: the command line over the engine, fixer and formats."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from pathlib import Path
+
+import click
+
+from pitstop.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
+from pitstop.lint.analyze import Selection
+from pitstop.lint.formats import FORMATS
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return tuple(out)
+
+
+def _check_codes(entries: tuple[str, ...], option: str) -> None:
+    from pitstop.findings import all_docs
+
+    docs = [d for d in all_docs() if d.code.startswith("LT")]
+    for e in entries:
+        if not any(d.code.startswith(e.upper()) or e in (d.name, d.category) for d in docs):
+            raise UsageError(f"{option} {e!r} matches no lint code, name or category; "
+                             "`pitstop explain --list` shows them")
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--fix", is_flag=True, help="Apply safe fixes to the files.")
+@click.option("--unsafe-fixes", is_flag=True,
+              help="With --fix/--diff, also apply fixes that may change behaviour.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
+@click.option("--select", multiple=True, metavar="CODES",
+              help="Only these codes/prefixes/names/categories (comma-separated).")
+@click.option("--ignore", multiple=True, metavar="CODES",
+              help="Skip these codes/prefixes/names/categories (comma-separated).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="Output format.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="pyproject.toml to read [tool.pitstop.lint] from (default: nearest one).")
+@click.option("--no-gitignore", is_flag=True, help="Lint files that .gitignore excludes.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
+              help="Worker processes (default: the CPUs this process may use).")
+@click.option("--no-source", is_flag=True, help="Text format: do not show the source lines.")
+@click.option("--statistics", is_flag=True, help="Print a count per code instead of findings.")
+def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
+         select: tuple[str, ...], ignore: tuple[str, ...], fmt: str, config_path: Path | None,
+         no_gitignore: bool, jobs: int | None, no_source: bool, statistics: bool) -> int:
+    """Find code that slows PyTorch training: per-batch syncs, DataLoader settings,
+    precision, DDP accumulation, and more (loop-aware).
+
+    \b
+    Exit status: 0 no findings, 1 findings, 2 usage or input errors.
+    Examples:
+      pitstop lint train.py
+      pitstop lint src/ --format github
+      pitstop lint . --fix --diff
+    """
+    from pitstop.lint.config import find_pyproject, load_config
+    from pitstop.lint.discover import discover
+    from pitstop.lint.engine import default_options, lint_paths_files
+    from pitstop.lint.formats import (
+        render_github,
+        render_json,
+        render_sarif,
+        render_text,
+        summary_text,
+    )
+
+    if unsafe_fixes and not (fix or diff):
+        raise UsageError("--unsafe-fixes only makes sense with --fix or --diff")
+    targets = list(paths) or [Path(".")]
+    config = load_config(config_path if config_path else find_pyproject(targets[0]))
+    if config_path is not None and not config_path.is_file():
+        raise UsageError(f"--config {config_path}: no such file")
+    sel_select = _split(select) or config.select
+    sel_ignore = _split(ignore) + config.ignore
+    _check_codes(_split(select), "--select")
+    _check_codes(_split(ignore), "--ignore")
+    options = default_options(Selection(select=sel_select, ignore=sel_ignore))
+
+    files, diags = discover(targets, config, respect_gitignore=not no_gitignore)
+    progress_cb = None
+    bar = None
+    if sys.stderr.isatty() and len(files) > 200:
+        from rich.progress import Progress
+
+        bar = Progress(transient=True)
+        bar.start()
+        task = bar.add_task("linting", total=len(files))
+
+        def progress_cb(n: int) -> None:
+            bar.advance(task, n)
+    try:
+        run = lint_paths_files(files, options, config.ignored_for, jobs=jobs, progress=progress_cb)
+    finally:
+        if bar is not None:
+            bar.stop()
+    run.diagnostics.extend(diags)
+
+    changed: list[tuple[str, str, str, int]] = []
+    if fix or diff:
+        from pitstop.lint.fixer import fix_results
+
+        changed = fix_results(run, options, config.ignored_for, unsafe=unsafe_fixes,
+                              write=fix and not diff)
+        if diff:
+            for path, old, new, _n in changed:
+                click.echo("".join(difflib.unified_diff(
+                    old.splitlines(keepends=True), new.splitlines(keepends=True),
+                    fromfile=f"a/{path}", tofile=f"b/{path}")), nl=False)
+        elif changed:
+            fixed_n = sum(n for n in (c[3] for c in changed))
+            click.echo(f"Fixed {fixed_n} finding{'s' if fixed_n != 1 else ''} in "
+                       f"{len(changed)} file{'s' if len(changed) != 1 else ''}.", err=True)
+
+    findings = run.findings
+    diagnostics = run.all_diagnostics
+    for d in diagnostics:
+        where = d.path + (f":{d.line}" if d.line else "")
+        label = {"note": "note", "internal": "internal error"}.get(d.kind, "error")
+        click.echo(f"{where}: {label}: {d.message}", err=True)
+
+    if diff:
+        pass
+    elif statistics:
+        from collections import Counter
+
+        from pitstop.findings import get_doc
+
+        counts = Counter(f.code for f in findings)
+        for code, n in counts.most_common():
+            doc = get_doc(code)
+            click.echo(f"{n:6d}  {code}  {doc.name}  [{doc.category}]")
+    elif fmt == "json":
+        click.echo(render_json(findings), nl=False)
+    elif fmt == "sarif":
+        click.echo(render_sarif(findings, diagnostics), nl=False)
+    elif fmt == "github":
+        click.echo(render_github(findings, [d for d in diagnostics if d.kind != "note"]), nl=False)
+    else:
+        color = sys.stdout.isatty()
+        click.echo(render_text(findings, color=color, show_source=not no_source), nl=False)
+        click.echo(summary_text(findings, run.files, unsafe=unsafe_fixes), nl=False)
+
+    if any(d.kind != "note" for d in diagnostics):
+        return EXIT_USAGE
+    if diff:
+        return EXIT_FINDINGS if changed else EXIT_OK
+    return EXIT_FINDINGS if findings else EXIT_OK

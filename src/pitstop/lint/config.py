@@ -1,0 +1,108 @@
+"""``[tool.pitstop.lint]`` in pyproject.toml: select, ignore, per-file-ignores, exclude."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pitstop.errors import UsageError
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    select: tuple[str, ...] = ("LT",)
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = ()
+    root: Path = field(default_factory=Path.cwd)  # per-file-ignores/exclude are relative to it
+    source: str = "defaults"
+
+    def ignored_for(self, path: Path) -> tuple[str, ...]:
+        """Codes ignored for ``path`` by per-file-ignores."""
+        rel = _relative(path, self.root)
+        out: list[str] = []
+        for pattern, codes in self.per_file_ignores:
+            if _glob_match(rel, pattern):
+                out.extend(codes)
+        return tuple(out)
+
+    def excluded(self, path: Path) -> bool:
+        rel = _relative(path, self.root)
+        return any(_glob_match(rel, p) for p in self.exclude)
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return path.as_posix()
+
+
+def _glob_match(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + "/*"):
+        return True
+    if "/" not in pattern:  # a bare name matches any component or the file name
+        return any(fnmatch.fnmatchcase(part, pattern) for part in rel.split("/"))
+    return False
+
+
+def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{where}: [tool.pitstop.lint] {key} must be a list of strings")
+    return tuple(value)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    cur = start.resolve()
+    if cur.is_file():
+        cur = cur.parent
+    for d in (cur, *cur.parents):
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(pyproject: Path | None) -> LintConfig:
+    """Read ``[tool.pitstop.lint]``; a malformed file is a usage error naming it."""
+    if pyproject is None:
+        return LintConfig()
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ImportError:
+            return LintConfig(root=pyproject.parent, source=f"{pyproject} (not read: no TOML parser)")
+    try:
+        doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise UsageError(f"{pyproject}: cannot read it as TOML ({err}); fix or remove it") from None
+    section = doc.get("tool", {}).get("pitstop", {}).get("lint")
+    if section is None:
+        return LintConfig(root=pyproject.parent, source=f"{pyproject} (no [tool.pitstop.lint])")
+    if not isinstance(section, dict):
+        raise UsageError(f"{pyproject}: [tool.pitstop.lint] must be a table")
+    known = {"select", "ignore", "per-file-ignores", "exclude"}
+    unknown = set(section) - known
+    if unknown:
+        raise UsageError(f"{pyproject}: unknown key(s) in [tool.pitstop.lint]: "
+                         f"{', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
+    pfi = section.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise UsageError(f"{pyproject}: [tool.pitstop.lint] per-file-ignores must be a table "
+                         "of glob = [codes]")
+    return LintConfig(
+        select=_strings(section.get("select", ["LT"]), "select", str(pyproject)),
+        ignore=_strings(section.get("ignore", []), "ignore", str(pyproject)),
+        per_file_ignores=tuple((k, _strings(v, f"per-file-ignores.{k}", str(pyproject)))
+                               for k, v in pfi.items()),
+        exclude=_strings(section.get("exclude", []), "exclude", str(pyproject)),
+        root=pyproject.parent,
+        source=str(pyproject),
+    )

@@ -1,0 +1,233 @@
+"""Finding the files to lint: walk folders (following symlinks, once), honour .gitignore,
+the default excludes and the configured ``exclude``; report what cannot be read."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pitstop.lint.config import LintConfig
+from pitstop.lint.model import Diagnostic
+
+DEFAULT_EXCLUDES = frozenset({".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox",
+                              ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+                              "node_modules", ".ipynb_checkpoints", ".eggs"})
+SUFFIXES = (".py", ".ipynb")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    path: Path
+    size: int
+
+
+@dataclass(frozen=True)
+class _Rule:
+    base: Path
+    regex: re.Pattern[str]
+    negate: bool
+    dir_only: bool
+    anchored: bool
+
+
+def _glob_to_regex(pattern: str) -> str:
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append("/.*")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pattern.find("]", i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1:j].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def parse_gitignore(text: str, base: Path) -> list[_Rule]:
+    rules = []
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        if negate:
+            line = line[1:]
+        if line.startswith("\\"):
+            line = line[1:]
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        anchored = "/" in line
+        line = line.lstrip("/")
+        if not line:
+            continue
+        try:
+            regex = re.compile(_glob_to_regex(line) + r"\Z")
+        except re.error:
+            continue
+        rules.append(_Rule(base, regex, negate, dir_only, anchored))
+    return rules
+
+
+def ignored(rules: list[_Rule], path: Path, is_dir: bool) -> bool:
+    result = False
+    for r in rules:
+        if r.dir_only and not is_dir:
+            continue
+        try:
+            rel = path.relative_to(r.base).as_posix()
+        except ValueError:
+            continue
+        subject = rel if r.anchored else path.name
+        if r.regex.match(subject):
+            result = not r.negate
+    return result
+
+
+def _ancestor_rules(start: Path) -> list[_Rule]:
+    """The .gitignore files above ``start`` up to the top of its git repository."""
+    rules: list[_Rule] = []
+    chain = []
+    for d in start.parents:
+        chain.append(d)
+        if (d / ".git").exists():
+            break
+    else:
+        return []
+    for d in reversed(chain):
+        gi = d / ".gitignore"
+        with contextlib.suppress(OSError):
+            rules.extend(parse_gitignore(gi.read_text(encoding="utf-8", errors="replace"), d))
+    return rules
+
+
+def discover(paths: list[Path], config: LintConfig, *, respect_gitignore: bool = True
+             ) -> tuple[list[SourceFile], list[Diagnostic]]:
+    """Files to lint under ``paths`` (explicit files are always linted)."""
+    files: list[SourceFile] = []
+    diags: list[Diagnostic] = []
+    seen_files: set[Path] = set()
+    for top in paths:
+        if not top.exists():
+            if top.is_symlink():
+                diags.append(Diagnostic(str(top), "broken or looping symbolic link"))
+            else:
+                diags.append(Diagnostic(str(top), "no such file or directory"))
+            continue
+        if not top.is_dir():
+            key = top.resolve()
+            if key not in seen_files:
+                seen_files.add(key)
+                try:
+                    files.append(SourceFile(top, top.stat().st_size))
+                except OSError as err:
+                    diags.append(Diagnostic(str(top), f"cannot read: {err.strerror or err}"))
+            continue
+        rules = _ancestor_rules(top.resolve()) if respect_gitignore else []
+        _walk(top, rules, config, files, diags, seen_files, respect_gitignore)
+    return files, diags
+
+
+def _walk(top: Path, base_rules: list[_Rule], config: LintConfig, files: list[SourceFile],
+          diags: list[Diagnostic], seen_files: set[Path], respect_gitignore: bool) -> None:
+    visited: set[tuple[int, int]] = set()
+    stack: list[tuple[Path, Path, list[_Rule]]] = [(top, top.resolve(), base_rules)]
+    while stack:
+        d, real_d, rules = stack.pop()
+        try:
+            st = d.stat()
+        except OSError as err:
+            diags.append(Diagnostic(str(d), f"cannot read directory: {err.strerror or err}"))
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in visited:
+            diags.append(Diagnostic(str(d), "symbolic link loop: directory already visited, "
+                                    "skipped", kind="note"))
+            continue
+        visited.add(key)
+        if respect_gitignore:
+            gi = d / ".gitignore"
+            if gi.is_file():
+                try:
+                    text = gi.read_text(encoding="utf-8", errors="replace")
+                    rules = rules + parse_gitignore(text, real_d)
+                except OSError:
+                    pass
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as err:
+            diags.append(Diagnostic(str(d), f"cannot list directory: {err.strerror or err}"))
+            continue
+        subdirs = []
+        for e in entries:
+            p = Path(e.path)
+            real_p = real_d / e.name
+            try:
+                is_dir = e.is_dir()  # follows symlinks
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if e.name in DEFAULT_EXCLUDES or config.excluded(p):
+                    continue
+                if e.is_symlink():
+                    try:
+                        real_p = p.resolve()
+                    except (OSError, RuntimeError):
+                        diags.append(Diagnostic(str(p), "symbolic link loop, skipped", kind="note"))
+                        continue
+                if rules and ignored(rules, real_p, True):
+                    continue
+                subdirs.append((p, real_p, rules))
+            elif e.name.endswith(SUFFIXES):
+                if config.excluded(p) or (rules and ignored(rules, real_p, False)):
+                    continue
+                try:
+                    size = e.stat().st_size
+                except OSError as err:
+                    if e.is_symlink():
+                        diags.append(Diagnostic(str(p), "broken or looping symbolic link"))
+                    else:
+                        diags.append(Diagnostic(str(p), f"cannot read: {err.strerror or err}"))
+                    continue
+                real = real_p
+                if e.is_symlink():
+                    try:
+                        real = p.resolve()
+                    except (OSError, RuntimeError):
+                        real = _abs(p)
+                if real in seen_files:
+                    continue
+                seen_files.add(real)
+                files.append(SourceFile(p, size))
+        stack.extend(reversed(subdirs))
+
+
+def _abs(p: Path) -> Path:
+    return Path(os.path.abspath(p))

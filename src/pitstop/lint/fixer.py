@@ -1,0 +1,92 @@
+"""``--fix`` / ``--diff``: apply fixes until nothing fixable is left, verify, write atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pitstop.fileio import atomic_write_bytes
+from pitstop.lint.analyze import LintOptions
+from pitstop.lint.engine import (
+    RunResult,
+    condition_holds,
+    decode,
+    lint_text,
+    package_root,
+    resolve_program_findings,
+)
+from pitstop.lint.fixes import FixError, apply_edits
+from pitstop.lint.model import SAFE, Diagnostic, LintFinding
+
+MAX_ROUNDS = 5
+
+
+def _allowed(f: LintFinding, unsafe: bool) -> bool:
+    return f.fix is not None and (f.fix.safety == SAFE or unsafe)
+
+
+def fix_results(run: RunResult, options: LintOptions,
+                ignores_for: Callable[[Path], tuple[str, ...]], *, unsafe: bool,
+                write: bool) -> list[tuple[str, str, str, int]]:
+    """Fix every file of ``run`` that has fixable findings. Returns (path, old text, new
+    text, findings fixed) per changed file; the run's findings become what is left."""
+    facts_by_root = resolve_program_findings([])  # empty: recomputed below per file
+    changed: list[tuple[str, str, str, int]] = []
+    for result in run.results:
+        if result.path.endswith(".ipynb") or not any(_allowed(f, unsafe) for f in result.findings):
+            continue
+        path = Path(result.path)
+        try:
+            data = path.read_bytes()
+            old = decode(data)
+        except (OSError, UnicodeError) as err:
+            result.diagnostics.append(Diagnostic(result.path, f"cannot fix: {err}"))
+            continue
+        root, _ = package_root(path)
+        facts = facts_by_root.get(root)
+        if facts is None:
+            facts = set(result.facts)
+            for other in run.results:
+                if package_root(Path(other.path))[0] == root:
+                    facts |= other.facts
+            facts_by_root[root] = facts
+        text = old
+        findings = result.findings
+        fixed = 0
+        try:
+            for _ in range(MAX_ROUNDS):
+                todo = [f for f in findings if _allowed(f, unsafe)]
+                if not todo:
+                    break
+                new = apply_edits(text, [e for f in todo for e in f.fix.edits])  # type: ignore[union-attr]
+                if new == text:
+                    break
+                text = new
+                again = lint_text(text, result.path, options, ignores_for(path))
+                remaining = [f for f in again.findings
+                             if not f.condition or condition_holds(f.condition, facts)]
+                fixed += max(0, len(findings) - len(remaining))
+                findings = remaining
+        except (FixError, SyntaxError, ValueError) as err:
+            result.diagnostics.append(Diagnostic(
+                result.path, f"fix not applied ({err}); this is a bug in pitstop, please report it",
+                kind="internal"))
+            continue
+        if text == old:
+            continue
+        if write:
+            # Keep the file's original encoding for bytes we did not touch.
+            encoding = "utf-8"
+            if not data.startswith(b"\xef\xbb\xbf"):
+                try:
+                    data.decode("utf-8")
+                except UnicodeDecodeError:
+                    import io
+                    import tokenize
+
+                    encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+            prefix = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+            atomic_write_bytes(path, prefix + text.encode(encoding))
+        result.findings = findings
+        changed.append((result.path, old, text, fixed))
+    return changed

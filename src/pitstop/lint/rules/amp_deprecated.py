@@ -1,0 +1,53 @@
+"""LT007 amp-deprecated: ``torch.cuda.amp.autocast`` / ``GradScaler`` and
+``torch.cpu.amp.autocast``, deprecated since PyTorch 2.4 in favour of ``torch.amp``."""
+
+from __future__ import annotations
+
+import ast
+
+from pitstop.lint.astutil import qualname
+from pitstop.lint.context import ModuleContext
+from pitstop.lint.model import SAFE, Edit, Fix
+
+CODE = "LT007"
+
+# old name -> (new callee, device type, names of the old positional parameters)
+REPLACEMENTS = {
+    "torch.cuda.amp.autocast": ("torch.amp.autocast", "cuda", ("enabled", "dtype", "cache_enabled")),
+    "torch.cuda.amp.autocast_mode.autocast": ("torch.amp.autocast", "cuda",
+                                              ("enabled", "dtype", "cache_enabled")),
+    "torch.cpu.amp.autocast": ("torch.amp.autocast", "cpu", ("enabled", "dtype", "cache_enabled")),
+    "torch.cuda.amp.GradScaler": ("torch.amp.GradScaler", "cuda",
+                                  ("init_scale", "growth_factor", "backoff_factor",
+                                   "growth_interval", "enabled")),
+    "torch.cuda.amp.grad_scaler.GradScaler": ("torch.amp.GradScaler", "cuda",
+                                              ("init_scale", "growth_factor", "backoff_factor",
+                                               "growth_interval", "enabled")),
+}
+
+
+def check(ctx: ModuleContext) -> None:
+    if ".amp" not in ctx.text and "amp import" not in ctx.text:
+        return
+    torch_bound = ctx.aliases.get("torch") == "torch"
+    for call in ctx.calls:
+        qn = qualname(call.func, ctx.aliases)
+        if qn not in REPLACEMENTS:
+            continue
+        new, device, names = REPLACEMENTS[qn]
+        fix = None
+        if torch_bound and len(call.args) <= len(names) and not any(
+                isinstance(a, ast.Starred) for a in call.args):
+            line = call.func.lineno
+            col = ctx.char_column(line, call.func.col_offset)
+            tail = call.func.attr if isinstance(call.func, ast.Attribute) else \
+                call.func.id if isinstance(call.func, ast.Name) else ""
+            fix = Fix(SAFE, f'use {new}("{device}", ...)',
+                      (Edit("replace_callee", line, col, tail, value=new,
+                            prepend=f'"{device}"', names=names[: len(call.args)]),))
+        ctx.report(
+            CODE, call,
+            f"`{qn.replace('.autocast_mode', '').replace('.grad_scaler', '')}` is deprecated "
+            f"since PyTorch 2.4 and warns on every use; use `{new}(\"{device}\", ...)`.",
+            fix=fix,
+        )

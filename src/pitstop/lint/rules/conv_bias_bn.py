@@ -1,0 +1,106 @@
+"""LT016 conv-bias-bn: a convolution with a bias immediately followed by BatchNorm."""
+
+from __future__ import annotations
+
+import ast
+from itertools import pairwise
+
+from pitstop.lint.astutil import arg_or_kw, callee_tail, dotted, has_star_kwargs, kwarg
+from pitstop.lint.context import ModuleContext
+from pitstop.lint.model import UNSAFE, Edit, Fix
+
+CODE = "LT016"
+CONVS = frozenset({"Conv1d", "Conv2d", "Conv3d", "LazyConv1d", "LazyConv2d", "LazyConv3d"})
+
+
+def _is_conv(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and callee_tail(node) in CONVS
+
+
+def _is_bn(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and callee_tail(node).startswith(
+        ("BatchNorm", "SyncBatchNorm", "LazyBatchNorm"))
+
+
+def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.AST) -> None:
+    bias = arg_or_kw(conv, 7, "bias")
+    if bias is None and has_star_kwargs(conv):
+        return
+    if bias is not None and not (isinstance(bias, ast.Constant) and bias.value is True):
+        return
+    line = conv.func.lineno
+    col = ctx.char_column(line, conv.func.col_offset)
+    tail = callee_tail(conv)
+    if bias is None:
+        edit = Edit("kw_add", line, col, tail, name="bias", value="False")
+    elif kwarg(conv, "bias") is not None:
+        edit = Edit("kw_set", line, col, tail, name="bias", value="False")
+    else:
+        edit = Edit("arg_set", line, col, tail, index=7, value="False")
+    ctx.report(
+        CODE, conv,
+        f"`{tail}` has a bias (the default) and feeds `{callee_tail(bn)}` (line "  # type: ignore[arg-type]
+        f"{getattr(bn, 'lineno', '?')}), which subtracts the mean right away: the bias is "
+        "computed, stored and updated for nothing. Pass `bias=False`.",
+        fix=Fix(UNSAFE, "pass bias=False", (edit,)),
+    )
+
+
+def check(ctx: ModuleContext) -> None:
+    if "BatchNorm" not in ctx.text:
+        return
+    # nn.Sequential(conv, bn, ...) and [conv, bn, ...]
+    for node in ctx.calls:
+        if callee_tail(node) in {"Sequential", "ModuleList"}:
+            seq = node.args
+            if len(seq) == 1 and isinstance(seq[0], (ast.List, ast.Tuple)):
+                seq = seq[0].elts
+            for a, b in pairwise(seq):
+                if _is_conv(a) and _is_bn(b):
+                    _report(ctx, a, b)  # type: ignore[arg-type]
+    for lst in ast.walk(ctx.tree):
+        if isinstance(lst, ast.List):
+            for a, b in pairwise(lst.elts):
+                if _is_conv(a) and _is_bn(b):
+                    _report(ctx, a, b)  # type: ignore[arg-type]
+    # self.conv1 = Conv2d(...); self.bn1 = BatchNorm2d(...) used as bn1(conv1(x))
+    convs: dict[str, ast.Call] = {}
+    bns: dict[str, ast.Call] = {}
+    for assign in ctx.assigns:
+        if len(assign.targets) == 1:
+            name = dotted(assign.targets[0])
+            if name and _is_conv(assign.value):
+                convs[name] = assign.value  # type: ignore[assignment]
+            elif name and _is_bn(assign.value):
+                bns[name] = assign.value  # type: ignore[assignment]
+    if not convs or not bns:
+        return
+    for call in ctx.calls:
+        bn_name = dotted(call.func)
+        if bn_name in bns and call.args:
+            arg = call.args[0]
+            if isinstance(arg, ast.Call) and dotted(arg.func) in convs:
+                _report(ctx, convs[dotted(arg.func) or ""], bns[bn_name])
+            elif isinstance(arg, ast.Name):
+                prev = _previous_assignment(ctx, call, arg.id)
+                if prev is not None and isinstance(prev, ast.Call) and dotted(prev.func) in convs:
+                    _report(ctx, convs[dotted(prev.func) or ""], bns[bn_name])
+
+
+def _previous_assignment(ctx: ModuleContext, call: ast.Call, name: str) -> ast.expr | None:
+    """``x = self.conv(x)`` directly before the statement holding ``self.bn(x)``."""
+    stmt: ast.AST | None = call
+    while stmt is not None and not isinstance(stmt, ast.stmt):
+        stmt = ctx.parents.get(stmt)
+    parent = ctx.parents.get(stmt) if stmt is not None else None
+    body = getattr(parent, "body", None)
+    if not isinstance(body, list) or stmt not in body:
+        return None
+    i = body.index(stmt)
+    if i == 0:
+        return None
+    prev = body[i - 1]
+    if isinstance(prev, ast.Assign) and len(prev.targets) == 1 \
+            and dotted(prev.targets[0]) == name:
+        return prev.value
+    return None

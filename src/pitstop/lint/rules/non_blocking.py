@@ -1,0 +1,51 @@
+"""LT008 non-blocking: a per-batch host-to-device copy of pinned batch data without
+``non_blocking=True``."""
+
+from __future__ import annotations
+
+import ast
+
+from pitstop.lint.astutil import callee_tail, kwarg, root_name
+from pitstop.lint.context import GPU, ModuleContext, State
+from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
+from pitstop.lint.rules.loaders import dataloader_calls, pins_memory
+
+CODE = "LT008"
+
+
+def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return
+    tail = node.func.attr
+    if tail not in {"to", "cuda"}:
+        return
+    if root_name(node.func.value) not in st.batch:
+        return
+    if tail == "to":
+        dev = kwarg(node, "device")
+        target = dev.value if dev is not None else (node.args[0] if node.args else None)
+        if target is None or ctx.device_kind(target) != GPU:
+            return
+    ctx.moves_batches_to_gpu = True
+    if not any(pins_memory(c) for c in dataloader_calls(ctx)):
+        return
+    nb = kwarg(node, "non_blocking")
+    line, col = node.func.lineno, ctx.char_column(node.func.lineno, node.func.col_offset)
+    if nb is None:
+        if any(kw.arg is None for kw in node.keywords):
+            return
+        fix = Fix(SAFE, "add non_blocking=True", (Edit("kw_add", line, col, callee_tail(node),
+                                                         name="non_blocking", value="True"),))
+    elif isinstance(nb.value, ast.Constant) and nb.value.value is False:
+        fix = Fix(UNSAFE, "set non_blocking=True", (Edit("kw_set", line, col, callee_tail(node),
+                                                         name="non_blocking", value="True"),))
+    else:
+        return
+    assert st.hot is not None
+    ctx.report(
+        CODE, node,
+        f"`{ctx.segment(node)}` copies a pinned batch to the GPU synchronously on every "
+        f"iteration of {st.hot.describe}; with `non_blocking=True` the copy overlaps with "
+        "compute.",
+        fix=fix, evidence=(("loop_line", st.hot.line),),
+    )

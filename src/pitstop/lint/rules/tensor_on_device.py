@@ -1,0 +1,59 @@
+"""LT012 tensor-on-device: a tensor created on the CPU and then moved to the GPU inside a
+hot loop, where ``device=`` at creation would do."""
+
+from __future__ import annotations
+
+import ast
+
+from pitstop.lint.astutil import callee_tail, kwarg, qualname
+from pitstop.lint.context import GPU, ModuleContext, State
+from pitstop.lint.model import SAFE, Edit, Fix
+
+CODE = "LT012"
+CREATORS = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn",
+                      "randint", "arange", "linspace", "logspace", "eye", "randperm", "scalar_tensor"})
+
+
+def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return
+    tail = node.func.attr
+    if tail not in {"to", "cuda"}:
+        return
+    inner = node.func.value
+    if not isinstance(inner, ast.Call):
+        return
+    qn = qualname(inner.func, ctx.aliases) or ""
+    ctail = callee_tail(inner)
+    if not (qn.startswith("torch.") and ctail in CREATORS) or kwarg(inner, "device") is not None:
+        return
+    value: str | None
+    if tail == "cuda":
+        if node.args and not (isinstance(node.args[0], ast.Constant)
+                              and isinstance(node.args[0].value, int)):
+            value = None
+        else:
+            value = f'"cuda:{node.args[0].value}"' if node.args else '"cuda"'  # type: ignore[attr-defined]
+        if any(kw.arg not in {"non_blocking"} for kw in node.keywords):
+            value = None
+    else:
+        dev = kwarg(node, "device")
+        target = dev.value if dev is not None else (node.args[0] if node.args else None)
+        if target is None or ctx.device_kind(target) != GPU:
+            return
+        simple = (len(node.args) == 1 and dev is None) or (not node.args and dev is not None)
+        value = ast.unparse(target) if simple and all(
+            kw.arg in {"device", "non_blocking"} for kw in node.keywords) else None
+    fix = None
+    if value is not None and not any(kw.arg is None for kw in inner.keywords):
+        line = node.func.lineno
+        col = ctx.char_column(line, node.func.col_offset)
+        fix = Fix(SAFE, f"create the tensor with device={value}",
+                  (Edit("unwrap_to_device", line, col, tail, name="device", value=value),))
+    assert st.hot is not None
+    ctx.report(
+        CODE, node,
+        f"`{ctx.segment(node)}` builds a tensor on the CPU and copies it to the GPU on every "
+        f"iteration of {st.hot.describe}; create it there with `device=`.",
+        fix=fix, evidence=(("loop_line", st.hot.line), ("creator", ctail)),
+    )
