@@ -580,7 +580,7 @@ def inspect_shm(m: Machine) -> Reading:
     wanted = f">= {_size_text(enough)}"
     wanted_bytes = total // 2  # what pitstop grows it to: the kernel's default
     wanted_k = wanted_bytes // 1024
-    docker = f"docker run --shm-size={max(1, wanted_bytes // 2**30)}g ..."
+    docker = f"docker run --shm-size={max(1, -(-wanted_bytes // 2**30))}g ..."  # rounded up
     remount = f"mount -o remount,size={wanted_k}k /dev/shm"
     host = docker if m.container else remount
     # 1% slack: tmpfs rounds the size to pages.
