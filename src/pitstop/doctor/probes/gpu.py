@@ -69,9 +69,14 @@ def probe_pci(ctx: ProbeContext) -> dict[str, Any]:
 def probe_kernel_modules(ctx: ProbeContext) -> dict[str, Any]:
     sr = ctx.sysroot
     text = sr.read_text("/proc/modules")
-    if text is None:
-        raise RuntimeError("/proc/modules is not readable")
-    loaded = {line.split()[0] for line in text.splitlines() if line.strip()}
+    loaded = {line.split()[0] for line in (text or "").splitlines() if line.strip()}
+    # /sys/module/NAME exists for loaded modules and for built-in drivers alike; it is
+    # the only source on kernels without loadable-module support (no /proc/modules).
+    for name in ("nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nouveau"):
+        if sr.exists(f"/sys/module/{name}"):
+            loaded.add(name)
+    if text is None and not sr.exists("/sys/module"):
+        raise RuntimeError("neither /proc/modules nor /sys/module is readable")
     interesting = sorted(m for m in loaded if m.startswith(("nvidia", "nouveau")))
     version_text = sr.read_text("/proc/driver/nvidia/version")
     driver_version = None
@@ -85,6 +90,7 @@ def probe_kernel_modules(ctx: ProbeContext) -> dict[str, Any]:
             blacklisted = True
     dev_nodes = [n for n in sr.listdir("/dev") if n.startswith("nvidia")]
     return {
+        "proc_modules_readable": text is not None,
         "nvidia_loaded": "nvidia" in loaded,
         "nouveau_loaded": "nouveau" in loaded,
         "modules": interesting,

@@ -1,0 +1,183 @@
+"""The probes: parsers of the kernel's file formats, block-device resolution on small
+trees, the live machine, and the torch subprocess."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from doctor_helpers import load_generator
+
+from pitstop.doctor.facts import collect
+from pitstop.doctor.probes import ProbeContext, cpu, environment, gpu, iotest, memory, storage
+from pitstop.doctor.probes.platform import parse_os_release
+from pitstop.doctor.probes.python import _pins, parse_torch_version_py, torch_runtime
+from pitstop.sysroot import Sysroot
+
+gen = load_generator()
+
+
+def ctx_for(root: Path, data: str = "/data") -> ProbeContext:
+    return ProbeContext(sysroot=Sysroot.of(root), data_path=data, environ={})
+
+
+def test_parsers() -> None:
+    assert cpu.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert cpu.parse_cpu_list("") == []
+    assert memory.bracketed("always [madvise] never") == "madvise"
+    assert memory.parse_size("65536k") == 64 << 20
+    assert memory.parse_size("8g") == 8 << 30
+    assert memory.parse_size("50%") is None
+    mi = memory.parse_meminfo("MemTotal:  16 kB\nHugePages_Total: 4\n")
+    assert mi == {"MemTotal": 16384, "HugePages_Total": 4}
+    assert gpu.link_gen("16.0 GT/s PCIe") == 4 and gpu.link_gen("8.0 GT/s") == 3
+    assert gpu.link_gen("Unknown") is None
+    osr = parse_os_release('PRETTY_NAME="Debian GNU/Linux 13 (trixie)"\nID=debian\n# c\n')
+    assert osr == {"PRETTY_NAME": "Debian GNU/Linux 13 (trixie)", "ID": "debian"}
+
+
+def test_torch_version_py_and_pins() -> None:
+    text = ("__version__ = '2.7.0+cu128'\ndebug = False\ncuda: Optional[str] = '12.8'\n"
+            "git_version = 'abc'\nhip: Optional[str] = None\n")
+    v = parse_torch_version_py(text)
+    assert v["__version__"] == "2.7.0+cu128" and v["cuda"] == "12.8" and v["hip"] is None
+    pins = _pins(['nvidia-cudnn-cu12==9.7.1.26; platform_system == "Linux"', "filelock",
+                  "nvidia_nccl_cu12 ==2.26.2", "sympy>=1.13.3", "nvidia-cublas-cu12>=12"])
+    assert pins == {"nvidia-cudnn-cu12": "9.7.1.26", "nvidia-nccl-cu12": "2.26.2"}
+
+
+def test_mountinfo_escapes_and_longest_prefix() -> None:
+    mounts = storage.parse_mountinfo(
+        "27 1 254:0 / / rw - ext4 /dev/vda rw\n"
+        "30 27 0:50 / /mnt/my\\040data rw - fuse.sshfs u@h:/d rw\n"
+        "31 27 0:51 / /mnt rw - nfs4 srv:/x rw\n")
+    assert mounts[1]["mountpoint"] == "/mnt/my data"
+    assert storage.mount_of(mounts, "/mnt/my data/train")["fstype"] == "fuse.sshfs"
+    assert storage.mount_of(mounts, "/mnt/other")["fstype"] == "nfs4"
+    assert storage.mount_of(mounts, "/mnt")["fstype"] == "nfs4"
+    assert storage.mount_of(mounts, "/home")["fstype"] == "ext4"
+
+
+@pytest.mark.parametrize(("path", "name", "kind"), [
+    ("/sys/devices/pci0000:00/0000:00:02.4/0000:02:00.0/nvme/nvme0/nvme0n1", "nvme0n1", "nvme"),
+    ("/sys/devices/pci0000:00/0000:00:14.0/usb2/2-1/2-1:1.0/host6/target6:0:0/6:0:0:0/block/sdb",
+     "sdb", "usb"),
+    ("/sys/devices/pci0000:00/0000:00:17.0/ata3/host2/target2:0:0/2:0:0:0/block/sda", "sda",
+     "sata"),
+    ("/sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda", "vda", "virtio"),
+    ("/sys/devices/virtual/block/zram0", "zram0", "ram"),
+])
+def test_transport(path: str, name: str, kind: str) -> None:
+    assert storage.transport(path, name) == kind
+
+
+def test_md_raid_and_loop_file(tmp_path: Path) -> None:
+    t = gen.Tree(tmp_path)
+    gen.nvme_disk(t)
+    md = "/sys/devices/virtual/block/md0"
+    t.file(f"{md}/md/level", "raid1")
+    disk = "/sys/devices/pci0000:00/0000:00:02.4/0000:02:00.0/nvme/nvme0/nvme0n1"
+    t.link(f"{md}/slaves/nvme0n1p1", f"{disk}/nvme0n1p1")
+    t.link(f"{md}/slaves/nvme0n1p2", f"{disk}/nvme0n1p2")
+    t.link("/sys/dev/block/9:0", md)
+    loop = "/sys/devices/virtual/block/loop3"
+    t.file(f"{loop}/loop/backing_file", "/srv/images/dataset.squashfs")
+    t.link("/sys/dev/block/7:3", loop)
+    gen.mountinfo(t, ["9:0 / /srv rw,relatime - xfs /dev/md0 rw",
+                      "7:3 / /data ro,relatime - squashfs /dev/loop3 ro"])
+    facts = storage.probe(ctx_for(tmp_path, "/data/train"))
+    kinds = [n["kind"] for n in facts["chain"]]
+    assert kinds == ["loop", "md", "partition", "disk", "partition", "disk"]
+    assert facts["chain"][0]["backing_file"] == "/srv/images/dataset.squashfs"
+    assert facts["chain"][1]["raid_level"] == "raid1"
+    assert [d["transport"] for d in facts["disks"]] == ["nvme", "nvme"]
+    assert facts["statvfs_error"]
+
+
+def test_btrfs_anonymous_device_uses_the_source(tmp_path: Path) -> None:
+    t = gen.Tree(tmp_path)
+    gen.nvme_disk(t)
+    gen.mountinfo(t, ["0:33 /@home /home rw - btrfs /dev/nvme0n1p2 rw,ssd"])
+    facts = storage.probe(ctx_for(tmp_path, "/home/user/data"))
+    assert [d["name"] for d in facts["disks"]] == ["nvme0n1"]
+
+
+def test_cgroup_v1_quota_and_affinity(tmp_path: Path) -> None:
+    t = gen.Tree(tmp_path)
+    t.file("/sys/devices/system/cpu/online", "0-63")
+    t.file("/proc/self/status", "Cpus_allowed_list:\t0-15\n")
+    t.file("/proc/self/cgroup", "4:cpu,cpuacct:/slurm/uid_1000/job_42\n0::/\n")
+    t.file("/sys/fs/cgroup/cpu,cpuacct/slurm/uid_1000/job_42/cpu.cfs_quota_us", "800000")
+    t.file("/sys/fs/cgroup/cpu,cpuacct/slurm/uid_1000/job_42/cpu.cfs_period_us", "100000")
+    facts = cpu.probe(ctx_for(tmp_path))
+    assert facts["online"] == 64 and len(facts["affinity"]) == 16
+    assert facts["cgroup"] == {"version": 1, "path": "/slurm/uid_1000/job_42",
+                               "quota_us": 800000, "period_us": 100000, "cpus": 8.0}
+    assert facts["cpufreq_present"] is False
+
+
+def test_environment_keeps_only_relevant_and_no_secrets() -> None:
+    env = {"CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO", "HOME": "/root",
+           "AWS_SECRET_ACCESS_KEY": "x", "NCCL_IB_KEY_SECRET": "y", "TORCH_TOKEN": "z",
+           "OMP_NUM_THREADS": "4", "PYTHONPATH": "/x"}
+    assert environment.relevant(env) == {"CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO",
+                                         "OMP_NUM_THREADS": "4"}
+
+
+def test_shm_from_proc_mounts_when_no_mountinfo(tmp_path: Path) -> None:
+    t = gen.Tree(tmp_path)
+    t.file("/proc/meminfo", "MemTotal: 1048576 kB\nMemAvailable: 524288 kB\n")
+    t.file("/proc/mounts", "shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k 0 0")
+    facts = memory.probe(ctx_for(tmp_path))
+    assert facts["shm"]["size_bytes"] == 64 << 20 and facts["shm"]["source"] == "/proc/mounts"
+
+
+def test_a_bad_recording_fails_only_its_probe(tmp_path: Path) -> None:
+    t = gen.Tree(tmp_path)
+    t.file("/pitstop-recorded/python.json", "{not json")
+    t.file("/data/.keep", "")
+    facts = collect(ctx_for(tmp_path))
+    assert "not valid JSON" in facts["python"]["error"]
+    assert "error" in facts["torch"]
+    assert facts["nvml"]["available"] is False  # the other probes still ran
+    assert set(facts["meta"]["probe_ms"]) >= {"cpu", "memory", "storage", "container"}
+
+
+def test_live_machine_probes_do_not_fail() -> None:
+    facts = collect(ProbeContext(sysroot=Sysroot.of("/"), data_path=os.getcwd(),
+                                 environ=os.environ))
+    for name in ("platform", "pci", "kernel_modules", "nvml", "python", "torch", "cpu",
+                 "memory", "storage", "container", "environment"):
+        assert "error" not in facts[name], (name, facts[name])
+    assert facts["python"]["version"].startswith(f"{sys.version_info[0]}.")
+    if not facts["nvml"]["available"]:
+        assert facts["nvml"]["reason"]
+
+
+def test_io_reads_existing_files_without_changing_them(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "a").mkdir(parents=True)
+    blobs = {}
+    for i in range(3):
+        p = data / "a" / f"part{i}.bin"
+        p.write_bytes(os.urandom(24 << 20))
+        blobs[p] = (p.stat().st_mtime_ns, p.read_bytes()[:4096])
+    out = iotest.run_io_test(str(data), seconds=0.4)
+    assert out["measured"] and "temp_file" not in out
+    assert out["files_sampled"] == 3
+    for res in out["results"]:
+        assert res["reads"] > 0 and res["iops"] > 0
+    for p, (mtime, head) in blobs.items():
+        assert p.stat().st_mtime_ns == mtime and p.read_bytes()[:4096] == head
+    assert sorted(x.name for x in (data / "a").iterdir()) == ["part0.bin", "part1.bin",
+                                                             "part2.bin"]
+
+
+def test_torch_runtime_subprocess_on_this_machine() -> None:
+    pytest.importorskip("torch")
+    rt = torch_runtime(sys.executable)
+    assert "error" not in rt and "import_error" not in rt, rt
+    assert isinstance(rt["num_threads"], int) and rt["num_threads"] >= 1
+    assert isinstance(rt["cuda_available"], bool)
