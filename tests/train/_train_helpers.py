@@ -135,6 +135,22 @@ def ddp_worker(rank: int, world: int, workdir: str) -> None:
         results["A_allreduces"] = calls["n"]
         results["A_steps"] = step.optimizer_steps
 
+        # (C) the same through torch.compile (its wrapper hides the DDP class)
+        compiled = torch.compile(DDP(tiny_mlp()), backend="eager")
+        calls_c = {"n": 0}
+
+        def counting_hook_c(state, bucket):  # type: ignore[no-untyped-def]
+            calls_c["n"] += 1
+            return allreduce_hook(state, bucket)
+
+        compiled._orig_mod.register_comm_hook(None, counting_hook_c)
+        opt_c = torch.optim.SGD(compiled.parameters(), lr=0.5)
+        step_c = TrainStep(compiled, opt_c, precision="fp32", accumulate=DDP_ACCUMULATE)
+        for x, y in batches:
+            step_c(shard(x), shard(y))
+        results["C_params"] = [p.detach().clone() for p in compiled._orig_mod.module.parameters()]
+        results["C_allreduces"] = calls_c["n"]
+
         # (B) microbatch="auto": rank 0 can hold 4 samples, rank 1 all 16
         budget = 4 * 100 if rank == 0 else 16 * 100
         inner = OutOfBudget(tiny_mlp(), bytes_per_sample=100, budget=budget)

@@ -58,6 +58,14 @@ def test_ddp_all_reduces_once_per_optimizer_step_not_per_micro_step(ddp_results:
             f"{DDP_ACCUMULATE} micro-steps")
 
 
+def test_compiled_ddp_model_still_skips_sync_on_micro_steps(ddp_results: list[dict[str, Any]]) -> None:
+    reference = train_single(DDP_STEPS, WORLD, DDP_BATCH, accumulate=DDP_ACCUMULATE)
+    for rank in range(WORLD):
+        assert ddp_results[rank]["C_allreduces"] == DDP_STEPS
+        for p, r in zip(ddp_results[rank]["C_params"], reference, strict=True):
+            torch.testing.assert_close(p, r, rtol=1e-5, atol=1e-6)
+
+
 def test_auto_microbatch_ranks_agree_and_train_like_one_process(ddp_results: list[dict[str, Any]]) -> None:
     # Rank 0 fits 4 samples, rank 1 all 16: both must settle on 4.
     assert [r["B_micro"] for r in ddp_results] == [4, 4]

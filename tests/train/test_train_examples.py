@@ -36,7 +36,7 @@ def test_naive_and_pitstop_examples_train_the_same_model(tmp_path: Path) -> None
 def test_ddp_example_under_torchrun_with_two_cpu_processes(tmp_path: Path) -> None:
     torchrun = VENV_BIN / "torchrun"
     cmd = ([str(torchrun)] if torchrun.exists() else [sys.executable, "-m", "torch.distributed.run"])
-    result = run(cmd + ["--standalone", "--nproc-per-node", "2", str(EXAMPLES / "train_ddp.py"),
+    result = run([*cmd, "--standalone", "--nproc-per-node", "2", str(EXAMPLES / "train_ddp.py"),
                         "--steps", "4", "--batch-size", "8", "--log-every", "2"], tmp_path, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "world 2" in result.stdout

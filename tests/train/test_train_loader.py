@@ -252,3 +252,17 @@ def test_iterable_dataset_and_describe() -> None:
     assert [b.shape[0] for b in dl] == [5, 5]
     text = dl.describe()
     assert "num_workers" in text and "[override]" in text
+
+
+def test_save_config_round_trips_through_the_loader(tmp_path: Path) -> None:
+    from pitstop.train.loader import save_config
+
+    path = save_config(tmp_path / "pitstop-loader.json", {"num_workers": 1, "prefetch_factor": 3},
+                       measured={"samples_per_s": {"1x3": 812.5}})
+    assert json.loads(path.read_text())["settings"] == {"num_workers": 1, "prefetch_factor": 3}
+    dl = loader(dataset(), 8, shuffle=False, device="cpu")  # found in the working directory
+    assert dl.num_workers == 1 and dl.prefetch_factor == 3
+    assert dl.pitstop_settings["prefetch_factor"][1] == f"config file {path}"
+    with pytest.raises(ValueError, match="num_workers must be an integer >= 0"):
+        save_config(tmp_path / "x.json", {"num_workers": -2})
+    assert not (tmp_path / "x.json").exists()

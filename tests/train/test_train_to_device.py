@@ -78,3 +78,12 @@ def test_prefetcher_on_cpu_passes_batches_through_in_order() -> None:
     assert [int(y) for _, y in got] == [0, 1, 2, 3, 4]
     assert all(torch.equal(a[0], b[0]) for a, b in zip(data, got, strict=True))
     assert list(pre) == got or len(list(pre)) == 5  # iterable more than once
+
+
+def test_packed_sequence_keeps_batch_sizes_on_the_cpu() -> None:
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    packed = pack_padded_sequence(torch.randn(3, 4, 2), torch.tensor([4, 2, 1]), batch_first=True)
+    moved = to_device({"seq": packed}, "meta")["seq"]
+    assert type(moved) is type(packed)
+    assert moved.data.device.type == "meta" and moved.batch_sizes.device.type == "cpu"

@@ -258,6 +258,29 @@ def read_config(path: Path) -> dict[str, Any]:
     return dict(data)
 
 
+def save_config(path: str | os.PathLike[str], settings: Mapping[str, Any], *,
+                measured: Mapping[str, Any] | None = None) -> Path:
+    """Write a loader config that :func:`loader` will read (atomically, validated).
+
+    ``settings`` holds only keys of :data:`CONFIG_KEYS`; ``measured`` is free-form
+    evidence kept beside them (``pitstop tune loader`` stores its measurements there).
+    """
+    from pitstop.fileio import atomic_write_json
+
+    target = Path(path)
+    for key, value in settings.items():
+        if key not in CONFIG_KEYS:
+            raise ValueError(f"loader config setting {key!r} is not one of {', '.join(CONFIG_KEYS)}")
+        expected, check = CONFIG_KEYS[key]
+        if not check(value):
+            raise ValueError(f"loader config setting {key} must be {expected}, got {value!r}")
+    doc: dict[str, Any] = {"pitstop": "loader-config", "version": 1, "settings": dict(settings)}
+    if measured is not None:
+        doc["measured"] = dict(measured)
+    atomic_write_json(target, doc)
+    return target
+
+
 # ---------------------------------------------------------------- the computation
 
 @dataclass(frozen=True)

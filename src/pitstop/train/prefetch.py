@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import torch
+from torch.nn.utils.rnn import PackedSequence
 
 T = TypeVar("T")
 
@@ -55,6 +56,12 @@ def map_tensors(batch: Any, fn: Any) -> Any:
     """Apply ``fn`` to every tensor in a nested batch, keeping the container types."""
     if isinstance(batch, torch.Tensor):
         return fn(batch)
+    if isinstance(batch, PackedSequence):
+        # Its batch_sizes must stay on the CPU; only the data (and indices) move.
+        return PackedSequence(
+            fn(batch.data), batch.batch_sizes,
+            None if batch.sorted_indices is None else fn(batch.sorted_indices),
+            None if batch.unsorted_indices is None else fn(batch.unsorted_indices))
     if _is_namedtuple(batch):
         return type(batch)(*(map_tensors(v, fn) for v in batch))
     if isinstance(batch, (list, tuple)):
