@@ -5,7 +5,7 @@
 Both run as fresh subprocesses of the same interpreter, interleaved (doctor, collect_env,
 doctor, ...) so that background load hits both alike; one warm-up run of each is not
 counted. Prints every wall time, the medians, and the ratio collect_env / doctor.
-collect_env checks far less (versions, and nvidia-smi's GPU list); doctor runs its ~46
+collect_env checks far less (versions, and nvidia-smi's GPU list); doctor runs its 48
 checks without importing torch.
 """
 

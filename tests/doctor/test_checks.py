@@ -434,3 +434,22 @@ def test_a_crashing_check_becomes_unknown(facts_of) -> None:
     facts["nvml"]["gpus"][0]["clocks_event_reasons"] = "not a number"
     r = one(facts, "DR013")
     assert r.status == "unknown" and "internal error" in r.summary
+
+
+def test_readahead_only_judged_for_spinning_disks(facts_of) -> None:
+    r = one(facts_of("lvm-hdd"), "DR035")
+    assert r.status == "warning" and r.evidence == {"device": "dm-0", "read_ahead_kb": 128,
+                                                    "wanted_kb": 1024}
+    assert r.remedy is not None and "pitstop system apply --only readahead" in r.remedy.text
+    assert one(facts_of("rtx4090-workstation"), "DR035").not_applicable
+
+
+def test_memlock_with_rdma(facts_of) -> None:
+    facts = facts_of("docker-shm64")
+    assert one(facts, "DR055").not_applicable
+    facts["kernel_modules"]["infiniband_devices"] = ["mlx5_0", "mlx5_1"]
+    r = one(facts, "DR055")
+    assert r.status == "warning" and r.evidence["memlock_soft"] == "8 MiB"
+    assert r.remedy is not None and "--ulimit memlock=-1:-1" in r.remedy.text
+    facts["memory"]["memlock"] = {"soft_bytes": None, "hard_bytes": None, "unlimited": True}
+    assert one(facts, "DR055").status == "ok"

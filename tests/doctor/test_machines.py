@@ -19,7 +19,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     "cpu-wheel": {"DR004": "problem", "DR001": "ok"},
     "driver535-cu128": {"DR005": "warning", "DR004": "ok"},
     "powersave": {"DR040": "warning", "DR041": "warning", "DR042": "warning"},
-    "lvm-hdd": {"DR030": "problem"},
+    "lvm-hdd": {"DR030": "problem", "DR035": "warning"},
     "docker-shm64": {"DR050": "problem", "DR060": "ok", "DR043": "warning"},
     "pcie-gen3-x4": {"DR011": "problem", "DR010": "ok"},
     "thermal-slowdown": {"DR013": "problem", "DR016": "problem", "DR018": "warning"},

@@ -34,6 +34,9 @@ def test_parsers() -> None:
     assert mi == {"MemTotal": 16384, "HugePages_Total": 4}
     assert gpu.link_gen("16.0 GT/s PCIe") == 4 and gpu.link_gen("8.0 GT/s") == 3
     assert gpu.link_gen("Unknown") is None
+    limits = ("Limit                     Soft Limit           Hard Limit           Units\n"
+              "Max locked memory         65536                unlimited            bytes\n")
+    assert memory.parse_limit(limits, "Max locked memory") == (65536, None)
     osr = parse_os_release('PRETTY_NAME="Debian GNU/Linux 13 (trixie)"\nID=debian\n# c\n')
     assert osr == {"PRETTY_NAME": "Debian GNU/Linux 13 (trixie)", "ID": "debian"}
 

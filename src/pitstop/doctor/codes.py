@@ -312,6 +312,16 @@ DOCS = [
        "220 MB/s of random reads; below half of that the GPU waits for data.",
        "```\nrandom 128 KiB reads at 18 MB/s: a DataLoader at 2,000 images/s needs ~220 MB/s\n```",
        COPY_LOCAL, "manual: copying data needs space on a fast disk; pitstop only reads."),
+    _d("DR035", "data-disk-readahead-small", "Small readahead on the spinning disk under the data",
+       "storage", W,
+       "For data on a spinning disk (or a network block device), reads `queue/read_ahead_kb` "
+       "of the device the filesystem sits on (the device-mapper/md device when stacked).",
+       "The kernel default of 128 KiB makes a hard disk stop and seek every 128 KiB while a "
+       "loader streams large files or shards; a few MiB of readahead keeps it reading.",
+       "```\nreadahead of dm-0 is 128 KiB\n```",
+       "```sh\nsudo blockdev --setra 2048 /dev/dm-0   # 512-byte units: 1 MiB\n```\n"
+       + _SA.format("readahead"),
+       "safe: readahead only changes how much the kernel prefetches; resets at reboot."),
     # ---------------------------------------------------------------- CPU
     _d("DR040", "cpu-governor-slow", "CPU frequency governor is not `performance`",
        "cpu", W,
@@ -410,6 +420,18 @@ DOCS = [
        "```sh\necho madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled\n"
        "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/defrag\n```\n" + _SA.format("thp"),
        "safe: madvise only gives hugepages to programs that ask for them."),
+    _d("DR055", "memlock-limit-with-rdma", "Locked-memory limit too low for RDMA (NCCL over InfiniBand/RoCE)",
+       "memory", W,
+       "When `/sys/class/infiniband` lists RDMA devices, reads the soft `Max locked memory` "
+       "limit in `/proc/self/limits`.",
+       "NCCL registers its buffers with the RDMA device, which pins (locks) them; with the "
+       "common 64 KiB or 8 MiB limit registration fails and NCCL falls back to TCP sockets or "
+       "aborts: multi-node all-reduce runs many times slower.",
+       "```\nNET/IB : Unable to register memory ... ibv_reg_mr failed: Cannot allocate memory\n```",
+       "```sh\nulimit -l unlimited\necho '* soft memlock unlimited\n* hard memlock unlimited' | "
+       "sudo tee /etc/security/limits.d/99-rdma.conf\ndocker run --ulimit memlock=-1:-1 ...   "
+       "# containers\n```",
+       "safe: allows locking memory; it does not lock any by itself."),
     # ---------------------------------------------------------------- container
     _d("DR060", "running-in-container", "Running inside a container", "container", INFO,
        "Detects Docker (`/.dockerenv`), Podman (`/run/.containerenv`), Kubernetes "

@@ -138,9 +138,12 @@ def cpus(t: Tree, n: int, *, governor: str | None, epp: str | None, driver: str,
 
 def process(t: Tree, *, allowed: str, cgroup: str = "0::/user.slice/session-2.scope",
             cpu_max: str = "max 100000", environ: dict[str, str] | None = None,
-            pid1_cgroup: str = "0::/init.scope") -> None:
+            pid1_cgroup: str = "0::/init.scope", memlock: str = "8388608") -> None:
     t.file("/proc/self/status", f"Name:\tpython3\nState:\tR (running)\nCpus_allowed_list:\t{allowed}\n")
     t.file("/proc/self/cgroup", cgroup)
+    t.file("/proc/self/limits", "Limit                     Soft Limit           Hard Limit           Units\n"
+           f"Max open files            1048576              1048576              files\n"
+           f"Max locked memory         {memlock:<21}{memlock:<21}bytes\n")
     t.file("/proc/1/cgroup", pid1_cgroup)
     path = cgroup.split(":", 2)[2]
     t.file(f"/sys/fs/cgroup{path.rstrip('/')}/cpu.max", cpu_max)
@@ -213,6 +216,7 @@ def nvme_disk(t: Tree, parts: int = 2, model: str = "Samsung SSD 990 PRO 2TB") -
     disk = "/sys/devices/pci0000:00/0000:00:02.4/0000:02:00.0/nvme/nvme0/nvme0n1"
     t.file(f"{disk}/queue/rotational", "0")
     t.file(f"{disk}/queue/scheduler", "[none] mq-deadline")
+    t.file(f"{disk}/queue/read_ahead_kb", "128")
     t.file(f"{disk}/size", str(3907029168))
     t.file(f"{disk}/removable", "0")
     t.file(f"{disk}/device/model", model)
@@ -230,6 +234,7 @@ def sata_hdd_lvm(t: Tree) -> None:
     disk = "/sys/devices/pci0000:00/0000:00:17.0/ata3/host2/target2:0:0/2:0:0:0/block/sda"
     t.file(f"{disk}/queue/rotational", "1")
     t.file(f"{disk}/queue/scheduler", "none [mq-deadline]")
+    t.file(f"{disk}/queue/read_ahead_kb", "128")
     t.file(f"{disk}/size", str(15628053168))
     t.file(f"{disk}/removable", "0")
     t.file(f"{disk}/device/model", "ST8000DM004-2U91")
@@ -244,6 +249,7 @@ def sata_hdd_lvm(t: Tree) -> None:
     t.file(f"{dm}/dm/name", "vg0-datasets")
     t.file(f"{dm}/dm/uuid", "LVM-Wm9vQ2y3Xk1bYt0bZ7u8Zr0nQm1c2d3e4f5g6h7i8j9k0l1m2n3o4p5q6r7s8t9")
     t.file(f"{dm}/queue/rotational", "1")
+    t.file(f"{dm}/queue/read_ahead_kb", "128")
     t.link(f"{dm}/slaves/sda2", f"{disk}/sda2")
     t.link("/sys/block/dm-0", dm)
     t.link("/sys/dev/block/254:0", dm)

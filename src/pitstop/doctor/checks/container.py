@@ -13,9 +13,10 @@ def container(facts: Facts) -> Outcome:
     ev = {"runtime": c.get("runtime"), "signals": c.get("signals")}
     if not c.get("in_container"):
         return ok("not in a container", **ev)
-    return ok(f"in a {c.get('runtime') or 'container'}: /dev/shm is the container's own "
-              "(64 MB by default), and NVML may not name processes of other PID namespaces",
-              **ev)
+    return ok(f"in a {c.get('runtime') or 'container'} (detected by: "
+              f"{'; '.join(c.get('signals') or [])}): /dev/shm, CPU quota and GPU access are "
+              "the container's (DR050, DR043, DR061); NVML may not name processes of other "
+              "PID namespaces", **ev)
 
 
 @check("DR061", "container", 92)

@@ -115,6 +115,9 @@ def cpu_wheel_on_gpu_machine(facts: Facts) -> Outcome:
     if not gpus:
         raise NotApplicable(f"torch {version} is a CPU build and there is no NVIDIA GPU")
     cmd, why = remedies.torch_cuda_install(version, driver_version(facts))
+    if t.get("hip"):
+        return problem(f"torch {version} is a ROCm (AMD) build on a machine with {len(gpus)} "
+                       "NVIDIA GPU(s): it cannot use them", Remedy.shell(cmd, why), **ev)
     return problem(f"torch {version} is a CPU-only build on a machine with {len(gpus)} NVIDIA "
                    "GPU(s): training runs on the CPU",
                    Remedy.shell(cmd, why), **ev)

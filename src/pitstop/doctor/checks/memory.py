@@ -6,6 +6,7 @@ from pitstop.doctor import remedies
 from pitstop.doctor.checks.base import (
     CannotCheck,
     Facts,
+    NotApplicable,
     Outcome,
     check,
     gib,
@@ -130,3 +131,31 @@ def transparent_hugepages(facts: Facts) -> Outcome:
         return warning("THP defrag=always: allocations stall for direct compaction (latency "
                        "spikes in workers)", fix, **ev)
     return ok(f"transparent hugepages {enabled}, defrag {defrag}", **ev)
+
+
+@check("DR055", "memory", 60)
+def memlock(facts: Facts) -> Outcome:
+    mods = facts.get("kernel_modules") or {}
+    ib = mods.get("infiniband_devices")
+    if ib is None:
+        raise CannotCheck("the RDMA devices are unknown (kernel_modules probe failed)")
+    if not ib:
+        raise NotApplicable("no InfiniBand/RoCE device: NCCL will not register memory for RDMA")
+    mem = section(facts, "memory")
+    ml = mem.get("memlock") or {}
+    if "error" in ml:
+        raise CannotCheck(ml["error"])
+    soft = ml.get("soft_bytes")
+    ev = {"rdma_devices": ib, "memlock_soft": "unlimited" if soft is None else gib(soft)}
+    if soft is None or soft >= (64 << 30):
+        return ok(f"locked-memory limit {ev['memlock_soft']}, enough for RDMA", **ev)
+    container = facts.get("container") or {}
+    fix = ("docker run --ulimit memlock=-1:-1 ...   # containers\n" if container.get(
+        "in_container") else "") + (
+        "ulimit -l unlimited   # this shell; permanently in /etc/security/limits.d/rdma.conf:\n"
+        "echo '* soft memlock unlimited\n* hard memlock unlimited' | sudo tee "
+        "/etc/security/limits.d/99-rdma.conf   # Slurm: PropagateResourceLimits")
+    return warning(f"locked-memory limit is {ev['memlock_soft']} with RDMA devices "
+                   f"({', '.join(ib)}): NCCL cannot register buffers and falls back to "
+                   "sockets or fails (ibv_reg_mr / 'Cannot allocate memory')",
+                   Remedy.shell(fix), **ev)

@@ -7,6 +7,7 @@ from typing import Any
 from pitstop.doctor.checks.base import (
     CannotCheck,
     Facts,
+    NotApplicable,
     Outcome,
     check,
     gib,
@@ -15,6 +16,7 @@ from pitstop.doctor.checks.base import (
     section,
     warning,
 )
+from pitstop.doctor.remedies import system_apply
 from pitstop.findings import Remedy
 
 NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "afs",
@@ -155,5 +157,38 @@ def random_read_speed(facts: Facts) -> Outcome:
     if mbps < IO_NEED_MBPS / 2:
         return warning(f"random 128 KiB reads at {mbps:.0f} MB/s{note}, below the "
                        f"~{IO_NEED_MBPS:.0f} MB/s a fast DataLoader needs", fix, **ev)
+    iops = ev["read_4k_iops"]
     return ok(f"random 128 KiB reads at {mbps:.0f} MB/s, 4 KiB at "
-              f"{ev['read_4k_iops'] or '?'} IOPS{note}", **ev)
+              f"{f'{iops:.0f}' if iops else '?'} IOPS{note}", **ev)
+
+
+# Large sequential reads (shards, big files, HDDs, network block devices) want a
+# readahead of a few MiB; the kernel default of 128 KiB leaves a spinning disk seeking.
+READAHEAD_MIN_KB = 1024
+
+
+@check("DR035", "storage", 40)
+def readahead(facts: Facts) -> Outcome:
+    st = section(facts, "storage")
+    disks = st.get("disks") or []
+    if not disks:
+        raise CannotCheck("no block device behind the data path")
+    slow = [d for d in disks if (d.get("rotational") == 1 and d.get("transport") != "virtio")
+            or d.get("transport") == "network-block"]
+    if not slow:
+        raise NotApplicable("readahead matters for spinning and network block devices; "
+                            "the data is on " + ", ".join(_disk_text(d) for d in disks))
+    # The readahead that applies is the top device's: dm/md if stacked, else the disk.
+    top = next((n for n in st.get("chain", []) if n.get("read_ahead_kb") is not None), None)
+    dev, ra = (top["name"], top["read_ahead_kb"]) if top else (
+        disks[0]["name"], disks[0].get("read_ahead_kb"))
+    if ra is None:
+        raise CannotCheck(f"read_ahead_kb of {dev} is not readable")
+    ev = {"device": dev, "read_ahead_kb": ra, "wanted_kb": READAHEAD_MIN_KB}
+    if ra >= READAHEAD_MIN_KB:
+        return ok(f"readahead {ra} KiB on {dev}", **ev)
+    return warning(f"readahead of {dev} is {ra} KiB: sequential reads of large files from a "
+                   "spinning disk stop to seek every few blocks",
+                   Remedy.shell(f"sudo blockdev --setra {READAHEAD_MIN_KB * 2} /dev/{dev}   # "
+                                f"units of 512 B = {READAHEAD_MIN_KB} KiB\n"
+                                + system_apply("readahead"), "resets at reboot"), **ev)

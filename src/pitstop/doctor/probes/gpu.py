@@ -89,6 +89,8 @@ def probe_kernel_modules(ctx: ProbeContext) -> dict[str, Any]:
         if re.search(r"^\s*blacklist\s+nouveau\b", body, re.MULTILINE):
             blacklisted = True
     dev_nodes = [n for n in sr.listdir("/dev") if n.startswith("nvidia")]
+    # RDMA devices NCCL would use for inter-node traffic (InfiniBand / RoCE).
+    infiniband = sr.listdir("/sys/class/infiniband")
     return {
         "proc_modules_readable": text is not None,
         "nvidia_loaded": "nvidia" in loaded,
@@ -98,6 +100,7 @@ def probe_kernel_modules(ctx: ProbeContext) -> dict[str, Any]:
         "proc_driver_text": (version_text or "").splitlines()[0] if version_text else None,
         "nouveau_blacklisted": blacklisted,
         "dev_nodes": dev_nodes,
+        "infiniband_devices": infiniband,
     }
 
 

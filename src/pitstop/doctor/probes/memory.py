@@ -80,6 +80,24 @@ def shm_facts(ctx: ProbeContext, mem_total: int | None) -> dict[str, Any]:
     return out
 
 
+def parse_limit(limits: str, name: str) -> tuple[int | None, int | None] | None:
+    """``(soft, hard)`` of one line of ``/proc/self/limits``; ``None`` means unlimited."""
+    for line in limits.splitlines():
+        if line.startswith(name):
+            parts = line[len(name):].split()
+            if len(parts) < 2:
+                return None
+
+            def num(v: str) -> int | None:
+                return None if v == "unlimited" else int(v)
+
+            try:
+                return num(parts[0]), num(parts[1])
+            except ValueError:
+                return None
+    return None
+
+
 def probe(ctx: ProbeContext) -> dict[str, Any]:
     sr = ctx.sysroot
     text = sr.read_text("/proc/meminfo")
@@ -95,4 +113,15 @@ def probe(ctx: ProbeContext) -> dict[str, Any]:
         "thp_enabled": bracketed(sr.read_text("/sys/kernel/mm/transparent_hugepage/enabled")),
         "thp_defrag": bracketed(sr.read_text("/sys/kernel/mm/transparent_hugepage/defrag")),
         "shm": shm_facts(ctx, mi.get("MemTotal")),
+        "memlock": _memlock(ctx),
     }
+
+
+def _memlock(ctx: ProbeContext) -> dict[str, Any]:
+    text = ctx.sysroot.read_text("/proc/self/limits")
+    if text is None:
+        return {"error": "/proc/self/limits is not readable"}
+    lim = parse_limit(text, "Max locked memory")
+    if lim is None:
+        return {"error": "no 'Max locked memory' line in /proc/self/limits"}
+    return {"soft_bytes": lim[0], "hard_bytes": lim[1], "unlimited": lim[0] is None}

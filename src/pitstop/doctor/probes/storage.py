@@ -131,7 +131,9 @@ class _Resolver:
             return
         if slaves:
             kind = "dm" if name.startswith("dm-") else "md" if name.startswith("md") else "stacked"
-            entry: dict[str, Any] = {"kind": kind, "name": name, "slaves": slaves}
+            entry: dict[str, Any] = {
+                "kind": kind, "name": name, "slaves": slaves,
+                "read_ahead_kb": sr.read_int(f"{sys_path}/queue/read_ahead_kb", 10)}
             if kind == "dm":
                 entry["dm_name"] = sr.read_text(f"{sys_path}/dm/name")
                 uuid = sr.read_text(f"{sys_path}/dm/uuid") or ""
