@@ -436,6 +436,20 @@ class ModuleContext:
         tail = name.rsplit(".", 1)[-1]
         return bool(MODEL_RE.search(tail.lower())) or tail in MODEL_EXACT
 
+    def looks_like_module(self, node: ast.AST, st: State) -> bool:
+        """``Net()``, ``resnet50()``, ``model``: something that is a module, not a tensor."""
+        if isinstance(node, ast.Call):
+            tail = callee_tail(node)
+            if tail[:1].isupper() and tail not in {"Tensor", "DataLoader"} and not tail.isupper():
+                return True
+            if tail in {"to", "cuda", "half", "float", "bfloat16"} and isinstance(
+                    node.func, ast.Attribute):
+                return self.looks_like_module(node.func.value, st)
+            return bool(MODEL_FACTORY_RE.search(qualname(node.func, self.aliases) or ""))
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return st.env.get(dotted(node) or "") == MODEL or self.is_model_callee(node, st)
+        return False
+
     def kind(self, node: ast.AST, st: State) -> str | None:
         """What ``node`` evaluates to: GPU, MASK, CPU, MODEL or None (unknown)."""
         if isinstance(node, (ast.Name, ast.Attribute)):
@@ -504,7 +518,7 @@ class ModuleContext:
                 target = dev.value if dev is not None else (node.args[0] if node.args else None)
                 dk = self.device_kind(target) if target is not None else None
                 if dk == GPU:
-                    return MODEL if recv == MODEL or dotted(func.value) in self.model_names \
+                    return MODEL if recv == MODEL or self.looks_like_module(func.value, st) \
                         else GPU
                 if dk == CPU:
                     return CPU
@@ -514,7 +528,11 @@ class ModuleContext:
                         return GPU
                 return recv
             if tail == "cuda":
-                return MODEL if recv == MODEL else GPU
+                return MODEL if recv == MODEL or self.looks_like_module(func.value, st) else GPU
+            if recv == MODEL and tail in {"parameters", "named_parameters", "buffers",
+                                          "named_buffers", "modules", "children", "state_dict",
+                                          "named_modules", "train", "eval"}:
+                return None
             if recv in (GPU, MASK):
                 if tail in HOST_METHODS:
                     return CPU
@@ -526,8 +544,15 @@ class ModuleContext:
             if recv == MODEL and tail in {"forward", "generate", "__call__"}:
                 return GPU if self.gpu_program else None
         qn = qualname(func, self.aliases) or ""
+        if tail in {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel",
+                    "FSDP", "compile"} or (tail[:1].isupper() and not tail.isupper()
+                                           and tail not in {"Tensor", "DataLoader"}):
+            return MODEL if self.gpu_program else None
         if tail in {"float", "int", "bool", "len", "str", "repr", "round", "abs", "time",
                     "perf_counter"} and isinstance(func, ast.Name):
+            return CPU
+        if tail in {"allclose", "equal", "is_tensor", "is_floating_point", "is_complex",
+                    "is_grad_enabled", "numel"} and qn.startswith("torch."):
             return CPU
         if tail in {"tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn",
                     "randint", "arange", "linspace", "eye", "zeros_like", "ones_like",
@@ -995,8 +1020,22 @@ class ModuleContext:
             for rule in self.hot_rules:
                 rule(self, node, st)
             if isinstance(node, ast.Call):
+                self._note_batch_move(node, st)
                 self._follow(node, st)
             stack.extend(ast.iter_child_nodes(node))
+
+    def _note_batch_move(self, call: ast.Call, st: State) -> None:
+        """Remember that batch data goes to a GPU (the pin-memory rule asks)."""
+        func = call.func
+        if self.moves_batches_to_gpu or not isinstance(func, ast.Attribute) \
+                or func.attr not in {"to", "cuda"} or root_name(func.value) not in st.batch:
+            return
+        if func.attr == "to":
+            dev = kwarg(call, "device")
+            target = dev.value if dev is not None else (call.args[0] if call.args else None)
+            if target is None or self.device_kind(target) != GPU:
+                return
+        self.moves_batches_to_gpu = True
 
     def _follow(self, call: ast.Call, st: State) -> None:
         if st.depth >= 3:

@@ -64,27 +64,29 @@ def check(ctx: ModuleContext) -> None:
                 if _is_conv(a) and _is_bn(b):
                     _report(ctx, a, b)  # type: ignore[arg-type]
     # self.conv1 = Conv2d(...); self.bn1 = BatchNorm2d(...) used as bn1(conv1(x))
-    convs: dict[str, ast.Call] = {}
-    bns: dict[str, ast.Call] = {}
+    # Names are per class: `self.conv` of one module is not `self.conv` of another.
+    convs: dict[tuple[ast.AST | None, str], ast.Call] = {}
+    bns: dict[tuple[ast.AST | None, str], ast.Call] = {}
     for assign in ctx.assigns:
         if len(assign.targets) == 1:
             name = dotted(assign.targets[0])
-            if name and _is_conv(assign.value):
-                convs[name] = assign.value  # type: ignore[assignment]
-            elif name and _is_bn(assign.value):
-                bns[name] = assign.value  # type: ignore[assignment]
+            value = assign.value
+            if name and isinstance(value, ast.Call) and (_is_conv(value) or _is_bn(value)):
+                key = (ctx.enclosing(assign, (ast.ClassDef,)), name)
+                (convs if _is_conv(value) else bns)[key] = value
     if not convs or not bns:
         return
     for call in ctx.calls:
-        bn_name = dotted(call.func)
-        if bn_name in bns and call.args:
+        bn_key = (ctx.enclosing(call, (ast.ClassDef,)), dotted(call.func) or "")
+        if bn_key in bns and call.args:
             arg = call.args[0]
-            if isinstance(arg, ast.Call) and dotted(arg.func) in convs:
-                _report(ctx, convs[dotted(arg.func) or ""], bns[bn_name])
-            elif isinstance(arg, ast.Name):
-                prev = _previous_assignment(ctx, call, arg.id)
-                if prev is not None and isinstance(prev, ast.Call) and dotted(prev.func) in convs:
-                    _report(ctx, convs[dotted(prev.func) or ""], bns[bn_name])
+            conv_expr: ast.expr | None = arg
+            if isinstance(arg, ast.Name):
+                conv_expr = _previous_assignment(ctx, call, arg.id)
+            if isinstance(conv_expr, ast.Call):
+                conv_key = (bn_key[0], dotted(conv_expr.func) or "")
+                if conv_key in convs:
+                    _report(ctx, convs[conv_key], bns[bn_key])
 
 
 def _previous_assignment(ctx: ModuleContext, call: ast.Call, name: str) -> ast.expr | None:

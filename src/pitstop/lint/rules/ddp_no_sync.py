@@ -51,7 +51,6 @@ def check(ctx: ModuleContext) -> None:
             condition="+uses_ddp -ddp_sync_control",
             evidence=(("loop_line", hot.line),),
         )
-        return
 
 
 def _state():  # type: ignore[no-untyped-def]

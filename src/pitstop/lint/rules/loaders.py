@@ -118,20 +118,31 @@ def _mentions(node: ast.AST, name: str) -> bool:
     return any(dotted(n) == name for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
 
 
+def _called_in_loop(ctx: ModuleContext, fn: ast.AST | None) -> bool:
+    name = getattr(fn, "name", None)
+    return name is not None and any(
+        (dotted(c.func) or "").rsplit(".", 1)[-1] == name and ctx.enclosing(c, LOOPS) is not None
+        for c in ctx.calls)
+
+
+def _repeated(ctx: ModuleContext, node: ast.AST) -> bool:
+    """Does ``node`` run many times: inside a loop, or in a function called inside one?"""
+    if ctx.enclosing(node, LOOPS) is not None:
+        return True
+    return _called_in_loop(ctx, ctx.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
 def iterated_for_epochs(ctx: ModuleContext, call: ast.Call) -> bool:
     """Is the loader built by ``call`` iterated more than once (inside an outer loop)?"""
     name = _loader_name(ctx, call)
     if name is not None:
-        for loop in ctx.loops:
-            if isinstance(loop, (ast.For, ast.AsyncFor)) and any(
-                    dotted(i) == name for i in unwrap_iterable(loop.iter)) \
-                    and ctx.enclosing(loop, LOOPS) is not None:
-                return True
-        for c in ctx.calls:
-            if any(dotted(a) == name for a in c.args) and ctx.enclosing(c, LOOPS) is not None \
-                    and not is_dataloader(ctx, c):
-                return True
-    # The loader is built in a helper and returned: look for an epoch loop in the file.
+        loops = [loop for loop in ctx.loops if isinstance(loop, (ast.For, ast.AsyncFor))
+                 and any(dotted(i) == name for i in unwrap_iterable(loop.iter))]
+        passes = [c for c in ctx.calls if c is not call and not is_dataloader(ctx, c)
+                  and any(dotted(a) == name for a in c.args)]
+        if loops or passes:  # used by name in this file: trust what the uses say
+            return any(_repeated(ctx, n) for n in [*loops, *passes])
+    # Built in a helper and returned, or used elsewhere: is there an epoch loop here?
     for loop in ctx.loops:
         for node in iter_shallow(loop.body, into_loops=True):  # type: ignore[attr-defined]
             if isinstance(node, (ast.For, ast.AsyncFor)) and ctx.is_loaderish(node.iter):

@@ -26,7 +26,6 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         target = dev.value if dev is not None else (node.args[0] if node.args else None)
         if target is None or ctx.device_kind(target) != GPU:
             return
-    ctx.moves_batches_to_gpu = True
     if not any(pins_memory(c) for c in dataloader_calls(ctx)):
         return
     nb = kwarg(node, "non_blocking")

@@ -36,7 +36,7 @@ def check(ctx: ModuleContext) -> None:
                 "set_to_none=True just drops them.",
                 fix=fix,
             )
-        elif func.attr == "zero_":
+        elif func.attr == "zero_" and ctx.has_train_loop:
             owner = dotted(func.value) or ""
             if owner.endswith(".grad") or owner.endswith(".grad.data"):
                 ctx.report(
