@@ -453,3 +453,15 @@ def test_memlock_with_rdma(facts_of) -> None:
     assert r.remedy is not None and "--ulimit memlock=-1:-1" in r.remedy.text
     facts["memory"]["memlock"] = {"soft_bytes": None, "hard_bytes": None, "unlimited": True}
     assert one(facts, "DR055").status == "ok"
+
+
+def test_a_gpu_nvml_cannot_read(facts_of) -> None:
+    facts = facts_of("rtx4090-workstation")
+    facts["nvml"]["gpus"].append({"index": 1, "error": "NVMLError_GpuIsLost: GPU is lost"})
+    facts["pci"]["nvidia_gpus"].append(dict(facts["pci"]["nvidia_gpus"][0],
+                                            pci_address="0000:02:00.0"))
+    r = one(facts, "DR022")
+    assert r.status == "problem" and "GPU is lost" in r.evidence["nvml_errors"][0]
+    temps = result(facts, "DR016")
+    assert [t.status for t in temps] == ["ok", "unknown"]
+    assert "GPU is lost" in temps[1].summary

@@ -350,8 +350,12 @@ def gpus_missing_from_nvml(facts: Facts) -> Outcome:
         raise NotApplicable("no NVIDIA GPU on the PCI bus")
     if not nvml.get("available"):
         raise CannotCheck(f"NVML unavailable: {nvml.get('reason')}")
-    seen = len(nvml_gpus(facts))
-    ev = {"gpus_on_pci": len(pci), "gpus_in_nvml": seen}
+    gpus = nvml_gpus(facts)
+    lost = [g for g in gpus if "error" in g]
+    seen = len(gpus) - len(lost)
+    ev: dict[str, Any] = {"gpus_on_pci": len(pci), "gpus_in_nvml": seen}
+    if lost:
+        ev["nvml_errors"] = [f"GPU {g.get('index')}: {g['error']}" for g in lost]
     if seen >= len(pci):
         return ok(f"all {len(pci)} GPU(s) on the PCI bus are visible to the driver", **ev)
     return problem(f"{len(pci) - seen} of {len(pci)} GPUs on the PCI bus are not usable by the "

@@ -63,6 +63,11 @@ def per_gpu(facts: Facts, fn: Callable[[dict[str, Any]], Outcome]) -> list[Outco
     """Run ``fn`` for each GPU; one GPU lacking a value gives that GPU an ``unknown``."""
     out = []
     for gpu in nvml_gpus(facts):
+        if "error" in gpu:
+            reason = f"NVML cannot read this GPU: {gpu['error']}"
+            out.append(Outcome("unknown", f"could not check: {reason}",
+                               {"could_not_check": reason}, None, subject(gpu)))
+            continue
         try:
             out.append(fn(gpu))
         except CannotCheck as err:

@@ -124,7 +124,12 @@ def probe_nvml(ctx: ProbeContext) -> dict[str, Any]:
         with nvml_session() as nv:
             system = system_snapshot(nv)
             count = system.get("device_count")
-            gpus = [gpu_snapshot(nv, i) for i in range(count if isinstance(count, int) else 0)]
+            gpus = []
+            for i in range(count if isinstance(count, int) else 0):
+                try:
+                    gpus.append(gpu_snapshot(nv, i))
+                except Exception as err:  # e.g. GPU_IS_LOST for a GPU that fell off the bus
+                    gpus.append({"index": i, "error": f"{type(err).__name__}: {err}"})
     except NvmlUnavailableError as err:
         return {"available": False, "reason": str(err)}
     return {"available": True, "self_pid": os.getpid(), "system": to_jsonable(system),
