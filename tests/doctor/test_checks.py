@@ -465,3 +465,15 @@ def test_a_gpu_nvml_cannot_read(facts_of) -> None:
     temps = result(facts, "DR016")
     assert [t.status for t in temps] == ["ok", "unknown"]
     assert "GPU is lost" in temps[1].summary
+
+
+def test_small_host_shm_at_its_default_is_fine(facts_of) -> None:
+    facts = facts_of("powersave")  # 16 GiB RAM: the default /dev/shm is 8 GiB
+    m = facts["memory"]
+    m["mem_total_bytes"] = 4 << 30
+    m["shm"]["size_bytes"] = 2 << 30
+    assert one(facts, "DR050").status == "ok"
+    m["shm"]["size_bytes"] = 512 << 20  # shrunk below the default: worth fixing
+    r = one(facts, "DR050")
+    assert r.status == "problem" and r.remedy is not None
+    assert "size=50%" in r.remedy.text and "pitstop system apply --only shm" in r.remedy.text

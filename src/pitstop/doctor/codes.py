@@ -382,7 +382,7 @@ DOCS = [
        "insufficient shared memory (shm).\n```",
        "```sh\ndocker run --shm-size=16g ...    # or --ipc=host\n"
        "# Kubernetes: emptyDir {medium: Memory} mounted at /dev/shm\n"
-       "# host: sudo mount -o remount,size=16G /dev/shm (and /etc/fstab)\n```\n"
+       "# host: sudo mount -o remount,size=50% /dev/shm (and /etc/fstab)\n```\n"
        + _SA.format("shm"),
        "safe: tmpfs uses memory only for what is stored."),
     _d("DR051", "swap-in-use", "Swap in use", "memory", W,

@@ -40,6 +40,11 @@ def shm_size(facts: Facts) -> Outcome:
           "needed_estimate": "~2.5 GB for 8 workers x 2 prefetched 154 MB batches"}
     if size >= SHM_WARNING_BYTES:
         return ok(f"/dev/shm is {gib(size)}", **ev)
+    total = mem.get("mem_total_bytes") or 0
+    if not container.get("in_container") and total and size >= total // 2 - (64 << 20):
+        # The host default (half of RAM) on a small machine: nothing to enlarge.
+        return ok(f"/dev/shm is {gib(size)}, half of the {gib(total)} RAM (the default); "
+                  "keep num_workers x prefetch_factor x batch size below it", **ev)
     if container.get("in_container"):
         if container.get("kubernetes"):
             fix = ("# Kubernetes: mount a memory-backed emptyDir at /dev/shm\n"
@@ -49,8 +54,9 @@ def shm_size(facts: Facts) -> Outcome:
             fix = ("docker run --shm-size=16g ...   # or --ipc=host (shares the host's /dev/shm)\n"
                    "# docker compose: shm_size: '16gb'")
     else:
-        fix = ("sudo mount -o remount,size=16G /dev/shm\n"
-               "# permanent: in /etc/fstab  tmpfs /dev/shm tmpfs defaults,size=16G 0 0\n"
+        fix = ("sudo mount -o remount,size=50% /dev/shm   # tmpfs uses RAM only for what "
+               "it stores\n"
+               "# permanent: in /etc/fstab  tmpfs /dev/shm tmpfs defaults,size=50% 0 0\n"
                + remedies.system_apply("shm"))
     msg = (f"/dev/shm is only {gib(size)}: DataLoader workers crash with 'bus error' or "
            "'No space left on device' once batches are big")

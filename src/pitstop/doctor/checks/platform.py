@@ -18,9 +18,16 @@ def python_version(facts: Facts) -> Outcome:
         raise CannotCheck("the Python version is unknown")
     t = facts.get("torch") or {}
     plat = facts.get("platform") or {}
+    libs = t.get("cuda_libs") or {}
+    rt = t.get("runtime") or {}
+
+    def lib(part: str) -> str | None:
+        return next((ver for k, ver in libs.items() if part in k), None)
+
     ev = {"python": v, "implementation": py.get("implementation"), "torch": t.get("version"),
-          "torch_cuda": t.get("cuda"), "nccl_wheel": next(
-              (ver for k, ver in (t.get("cuda_libs") or {}).items() if "nccl" in k), None),
+          "torch_cuda": t.get("cuda"), "cuda_runtime_wheel": lib("cuda-runtime"),
+          "cudnn": rt.get("cudnn_version") or lib("cudnn"),
+          "nccl": rt.get("nccl_version") or lib("nccl"),
           "driver": driver_version(facts), "kernel": plat.get("kernel"),
           "os": plat.get("os_pretty_name")}
     if parse_version(v) < (3, 10):
