@@ -7,9 +7,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from pitstop.doctor.facts import SCHEMA_VERSION
+from pitstop.doctor.schema import REPORT_SCHEMA
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int]]:
@@ -28,7 +30,7 @@ def test_real_machine_json(run_pitstop: Any, tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
     doc = json.loads(r.stdout)
     assert doc["schema_version"] == SCHEMA_VERSION
-    assert set(doc) >= {"facts", "checks"}
+    jsonschema.validate(doc, REPORT_SCHEMA)
     codes = {c["code"] for c in doc["checks"]}
     assert len(codes) >= 30
     for c in doc["checks"]:

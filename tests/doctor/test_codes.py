@@ -65,3 +65,18 @@ def test_driver_table() -> None:
     assert data.best_variant_for_driver("2.13.0", "580.82.07")[2] is False
     assert data.variant_tag("12.8") == "cu128"
     assert data.clock_event_names(0x1 | 0x20) == ["gpu_idle", "sw_thermal_slowdown"]
+
+
+def test_report_schema_rejects_a_warning_without_remedy() -> None:
+    import jsonschema
+    import pytest
+
+    from pitstop.doctor.schema import REPORT_SCHEMA
+
+    check = {"code": "DR070", "title": "t", "layer": "environment", "status": "warning",
+             "summary": "s", "evidence": {}, "remedy": None}
+    doc = {"schema_version": 1, "facts": {"schema_version": 1, "meta": {}}, "checks": [check]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, REPORT_SCHEMA)
+    check["remedy"] = {"kind": "shell", "text": "unset CUDA_LAUNCH_BLOCKING"}
+    jsonschema.validate(doc, REPORT_SCHEMA)

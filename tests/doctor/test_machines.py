@@ -8,8 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from doctor_helpers import DATA, MACHINES, load_generator
+
+from pitstop.doctor.schema import REPORT_SCHEMA
 
 # What each machine must show: code -> status (for per-GPU checks, GPU 0's status).
 EXPECTED: dict[str, dict[str, str]] = {
@@ -38,6 +41,7 @@ def doctor_json(run_pitstop: Any, machine: str, *extra: str, env: dict[str, str]
 @pytest.mark.parametrize("machine", sorted(EXPECTED))
 def test_machine(pitstop_cli: Any, machine: str) -> None:
     rc, doc = doctor_json(pitstop_cli, machine)
+    jsonschema.validate(doc, REPORT_SCHEMA)
     statuses = {}
     for c in doc["checks"]:
         statuses.setdefault(c["code"], c["status"])
