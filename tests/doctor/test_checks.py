@@ -477,3 +477,11 @@ def test_small_host_shm_at_its_default_is_fine(facts_of) -> None:
     r = one(facts, "DR050")
     assert r.status == "problem" and r.remedy is not None
     assert "size=50%" in r.remedy.text and "pitstop system apply --only shm" in r.remedy.text
+
+
+def test_driver_library_mismatch_says_reboot(facts_of) -> None:
+    facts = facts_of("rtx4090-workstation")
+    facts["nvml"] = {"available": False,
+                     "reason": "nvmlInit failed: Driver/library version mismatch"}
+    r = one(facts, "DR001")
+    assert r.status == "problem" and r.remedy is not None and "sudo reboot" in r.remedy.text

@@ -56,7 +56,8 @@ DOCS = [
        "driver", P,
        "Finds NVIDIA display devices on the PCI bus (sysfs vendor `0x10de`, class `0x03xxxx`) "
        "and checks that the `nvidia` kernel module is loaded (`/proc/modules`), bound to them, "
-       "and that NVML answers.",
+       "and that NVML answers. NVML's 'Driver/library version mismatch' (packages upgraded "
+       "without a reboot) is reported with its own fix: reboot.",
        "Without the NVIDIA driver CUDA cannot start: torch reports `cuda.is_available() == "
        "False` and every training run silently uses the CPU, 10-100x slower.",
        "```\nDR001 problem  1 NVIDIA GPU(s) on the PCI bus but no working NVIDIA driver\n"

@@ -51,6 +51,13 @@ def gpu_without_driver(facts: Facts) -> Outcome:
     }
     if mods.get("nvidia_loaded") and nvml.get("available"):
         return ok(f"NVIDIA driver {driver_version(facts)} loaded; NVML answers", **ev)
+    reason = str(nvml.get("reason") or "")
+    if mods.get("nvidia_loaded") and "mismatch" in reason.lower():
+        # The packages were upgraded but the old kernel module still runs.
+        return problem(f"NVML: {reason}: the driver was upgraded without a reboot",
+                       Remedy.shell("sudo reboot   # loads the new kernel module\n# or, with no "
+                                    "GPU process running: sudo rmmod nvidia_uvm nvidia_drm "
+                                    "nvidia_modeset nvidia && sudo modprobe nvidia"), **ev)
     if mods.get("nvidia_loaded") and not nvml.get("available") and bound:
         # The module is loaded and bound, but NVML is not reachable from here (a
         # container without the driver's user-space libraries, for instance).
