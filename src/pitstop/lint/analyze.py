@@ -53,8 +53,10 @@ def parse(text: str, path: str) -> ast.Module:
 
 
 def analyze_tree(tree: ast.Module, text: str, path: str, options: LintOptions,
-                 lines: list[str] | None = None) -> tuple[list[LintFinding], frozenset[str]]:
-    """Run every rule on a parsed module; returns findings (before noqa) and package facts."""
+                 lines: list[str] | None = None
+                 ) -> tuple[list[LintFinding], frozenset[str], frozenset[str]]:
+    """Run every rule on a parsed module; returns findings (before noqa), the facts it
+    contributes to its program, and the top-level names of the modules it imports."""
     from pitstop.findings import get_doc
     from pitstop.lint.rules import HOT_RULES, MODULE_RULES
 
@@ -76,7 +78,8 @@ def analyze_tree(tree: ast.Module, text: str, path: str, options: LintOptions,
     for code, check in MODULE_RULES:
         if wanted(code):
             check(ctx)
-    return ctx.findings, frozenset(ctx.facts)
+    imports = frozenset(v.split(".", 1)[0] for v in ctx.aliases.values())
+    return ctx.findings, frozenset(ctx.facts), imports
 
 
 def noqa_codes(line: str) -> set[str] | None:

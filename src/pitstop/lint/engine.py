@@ -91,12 +91,12 @@ def lint_text(text: str, path: str, options: LintOptions,
     """Lint Python source ``text`` (already decoded). Raises SyntaxError and friends."""
     tree = parse(text, path)
     lines = text.splitlines()
-    findings, facts = analyze_tree(tree, text, path, options, lines)
+    findings, facts, imports = analyze_tree(tree, text, path, options, lines)
     findings = apply_noqa(findings, lines)
     if extra_ignores:
         sel = Selection(select=("LT",), ignore=extra_ignores)
         findings = [f for f in findings if sel.wants(f.code, f.doc.name, f.category)]
-    return FileResult(path, findings, [], facts)
+    return FileResult(path, findings, [], facts, imports)
 
 
 def _lint_notebook(data: bytes, path: str, options: LintOptions,
@@ -226,9 +226,13 @@ def package_root(path: Path) -> tuple[Path, bool]:
     return d, True
 
 
-def sibling_facts(root: Path, recursive: bool, linted: set[Path]) -> set[str]:
+def sibling_facts(root: Path, recursive: bool, linted: set[Path],
+                  only: frozenset[str] | None = None) -> set[str]:
+    """Facts of the package's files that are not linted (``only``: these module names)."""
     facts: set[str] = set()
     it: Iterable[Path] = root.rglob("*.py") if recursive else root.glob("*.py")
+    if only is not None:
+        it = (root / f"{name}.py" for name in sorted(only) if (root / f"{name}.py").is_file())
     for n, p in enumerate(it):
         if n >= MAX_SIBLINGS:
             break
@@ -264,16 +268,30 @@ def resolve_program_findings(results: list[FileResult]) -> dict[Path, set[str]]:
     facts_by_root: dict[Path, set[str]] = {}
     for root, (is_pkg, members) in by_root.items():
         needs = any(f.condition for r in members for f in r.findings)
-        facts: set[str] = set()
-        for r in members:
-            facts |= r.facts
-        if needs:
-            facts |= sibling_facts(root, is_pkg, {Path(r.path).resolve() for r in members})
-        facts_by_root[root] = facts
-        for r in members:
-            if any(f.condition for f in r.findings):
+        if is_pkg:
+            # A package is one program: a flag set in utils.py counts for train.py.
+            facts: set[str] = set()
+            for r in members:
+                facts |= r.facts
+            if needs:
+                facts |= sibling_facts(root, True, {Path(r.path).resolve() for r in members})
+            facts_by_root[root] = facts
+            for r in members:
                 r.findings = [f for f in r.findings
                               if not f.condition or condition_holds(f.condition, facts)]
+            continue
+        # A plain folder of scripts: each script with the sibling modules it imports.
+        by_stem = {Path(r.path).stem: r for r in members}
+        for r in members:
+            if not any(f.condition for f in r.findings):
+                continue
+            facts = set(r.facts)
+            linted_imports = {m for m in r.imports if m in by_stem}
+            for m in linted_imports:
+                facts |= by_stem[m].facts
+            facts |= sibling_facts(root, False, set(), frozenset(r.imports - linted_imports))
+            r.findings = [f for f in r.findings
+                          if not f.condition or condition_holds(f.condition, facts)]
     return facts_by_root
 
 

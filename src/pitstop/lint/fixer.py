@@ -14,6 +14,7 @@ from pitstop.lint.engine import (
     lint_text,
     package_root,
     resolve_program_findings,
+    sibling_facts,
 )
 from pitstop.lint.fixes import FixError, apply_edits
 from pitstop.lint.model import SAFE, Diagnostic, LintFinding
@@ -42,14 +43,23 @@ def fix_results(run: RunResult, options: LintOptions,
         except (OSError, UnicodeError) as err:
             result.diagnostics.append(Diagnostic(result.path, f"cannot fix: {err}"))
             continue
-        root, _ = package_root(path)
-        facts = facts_by_root.get(root)
+        root, is_pkg = package_root(path)
+        facts = facts_by_root.get(root) if is_pkg else None
         if facts is None:
             facts = set(result.facts)
+            linted: set[Path] = set()
             for other in run.results:
-                if package_root(Path(other.path))[0] == root:
+                if package_root(Path(other.path))[0] == root and (
+                        is_pkg or Path(other.path).stem in result.imports):
                     facts |= other.facts
-            facts_by_root[root] = facts
+                    linted.add(Path(other.path).resolve())
+            if is_pkg:
+                facts |= sibling_facts(root, True, linted)
+            else:
+                facts |= sibling_facts(root, False, set(), frozenset(
+                    result.imports - {p.stem for p in linted}))
+            if is_pkg:
+                facts_by_root[root] = facts
         text = old
         findings = result.findings
         fixed = 0
@@ -62,11 +72,10 @@ def fix_results(run: RunResult, options: LintOptions,
                 if new == text:
                     break
                 text = new
+                fixed += len(todo)
                 again = lint_text(text, result.path, options, ignores_for(path))
-                remaining = [f for f in again.findings
-                             if not f.condition or condition_holds(f.condition, facts)]
-                fixed += max(0, len(findings) - len(remaining))
-                findings = remaining
+                findings = [f for f in again.findings
+                            if not f.condition or condition_holds(f.condition, facts)]
         except (FixError, SyntaxError, ValueError) as err:
             result.diagnostics.append(Diagnostic(
                 result.path, f"fix not applied ({err}); this is a bug in pitstop, please report it",

@@ -48,9 +48,18 @@ def _append_arg(args: Sequence[cst.Arg], new: cst.Arg) -> list[cst.Arg]:
     sep_ws: cst.BaseParenthesizableWhitespace = cst.SimpleWhitespace(" ")
     if len(out) >= 2 and isinstance(out[-2].comma, cst.Comma):
         sep_ws = out[-2].comma.whitespace_after
-    if isinstance(last.comma, cst.Comma):  # trailing comma: the new arg keeps it
-        out[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep_ws))
-        out.append(new.with_changes(comma=last.comma))
+    if isinstance(last.comma, cst.Comma):  # trailing comma: the new arg gets one too
+        ws = last.comma.whitespace_after
+        if isinstance(ws, cst.ParenthesizedWhitespace) and isinstance(
+                sep_ws, cst.ParenthesizedWhitespace):
+            # one argument per line: a comment after the old last argument stays there
+            out[-1] = last.with_changes(comma=last.comma.with_changes(
+                whitespace_after=ws.with_changes(last_line=sep_ws.last_line)))
+            out.append(new.with_changes(comma=cst.Comma(whitespace_after=ws.with_changes(
+                first_line=cst.TrailingWhitespace(), empty_lines=()))))
+        else:
+            out[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep_ws))
+            out.append(new.with_changes(comma=last.comma))
     else:
         out[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep_ws))
         out.append(new)
@@ -158,7 +167,8 @@ class _Transformer(cst.CSTTransformer):
                 last_import = i
         if last_import < 0:
             return updated
-        new = [cst.parse_statement(s + "\n") for s in self.inserts]
+        present = {cst.Module(body=[s]).code.strip() for s in body}
+        new = [cst.parse_statement(s + "\n") for s in sorted(self.inserts) if s not in present]
         self.applied += len(new)
         return updated.with_changes(body=[*body[: last_import + 1], *new, *body[last_import + 1:]])
 

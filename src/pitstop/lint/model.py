@@ -173,4 +173,5 @@ class FileResult:
     findings: list[LintFinding] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     facts: frozenset[str] = frozenset()
+    imports: frozenset[str] = frozenset()  # top-level module names it imports
     skipped: bool = False  # no torch-related text: not parsed at all

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from pitstop.lint.astutil import (
+    LOADER_WRAPPERS,
     arg_or_kw,
     callee_tail,
     dotted,
@@ -139,6 +140,7 @@ def iterated_for_epochs(ctx: ModuleContext, call: ast.Call) -> bool:
         loops = [loop for loop in ctx.loops if isinstance(loop, (ast.For, ast.AsyncFor))
                  and any(dotted(i) == name for i in unwrap_iterable(loop.iter))]
         passes = [c for c in ctx.calls if c is not call and not is_dataloader(ctx, c)
+                  and callee_tail(c) not in LOADER_WRAPPERS
                   and any(dotted(a) == name for a in c.args)]
         if loops or passes:  # used by name in this file: trust what the uses say
             return any(_repeated(ctx, n) for n in [*loops, *passes])

@@ -5,12 +5,29 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.astutil import callee_tail, kwarg, root_name
+from pitstop.lint.astutil import callee_tail, dotted, kwarg, root_name, unwrap_iterable
 from pitstop.lint.context import GPU, ModuleContext, State
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 from pitstop.lint.rules.loaders import dataloader_calls, pins_memory
 
 CODE = "LT008"
+
+
+def _loop_loader_pinned(ctx: ModuleContext, st: State) -> bool:
+    """Does the loader this hot loop iterates pin memory? When the loop's loader is built
+    in this file, that one decides; otherwise any pinned DataLoader in the file."""
+    loop = st.hot.node if st.hot is not None else None
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        built: dict[str | None, ast.Call] = {}
+        for call in dataloader_calls(ctx):
+            parent = ctx.parents.get(call)
+            if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+                built[dotted(parent.targets[0])] = call
+        for it in unwrap_iterable(loop.iter):
+            name = dotted(it)
+            if name in built:
+                return pins_memory(built[name])
+    return any(pins_memory(c) for c in dataloader_calls(ctx))
 
 
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
@@ -26,7 +43,7 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         target = dev.value if dev is not None else (node.args[0] if node.args else None)
         if target is None or ctx.device_kind(target) != GPU:
             return
-    if not any(pins_memory(c) for c in dataloader_calls(ctx)):
+    if not _loop_loader_pinned(ctx, st):
         return
     nb = kwarg(node, "non_blocking")
     line, col = node.func.lineno, ctx.char_column(node.func.lineno, node.func.col_offset)
