@@ -485,3 +485,13 @@ def test_driver_library_mismatch_says_reboot(facts_of) -> None:
                      "reason": "nvmlInit failed: Driver/library version mismatch"}
     r = one(facts, "DR001")
     assert r.status == "problem" and r.remedy is not None and "sudo reboot" in r.remedy.text
+
+
+def test_container_memory_limit_is_what_counts(facts_of) -> None:
+    facts = facts_of("docker-shm64")
+    r = one(facts, "DR053")  # 256 GiB host, --memory=32g, 3 GiB used
+    assert r.status == "ok" and r.evidence["mem_total"] == "32.0 GiB"
+    assert r.evidence["mem_available"] == "29.0 GiB"
+    facts["memory"]["cgroup"]["usage_bytes"] = 31 << 30
+    r = one(facts, "DR053")
+    assert r.status == "warning" and "cgroup v2 limit" in r.summary

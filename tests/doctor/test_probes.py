@@ -184,3 +184,19 @@ def test_torch_runtime_subprocess_on_this_machine() -> None:
     assert "error" not in rt and "import_error" not in rt, rt
     assert isinstance(rt["num_threads"], int) and rt["num_threads"] >= 1
     assert isinstance(rt["cuda_available"], bool)
+
+
+def test_cgroup_v2_limit_on_an_ancestor(tmp_path: Path) -> None:
+    t = gen.Tree(tmp_path)
+    t.file("/sys/devices/system/cpu/online", "0-31")
+    t.file("/proc/self/cgroup", "0::/batch.slice/job-7.scope")
+    t.file("/sys/fs/cgroup/batch.slice/cpu.max", "200000 100000")
+    t.file("/sys/fs/cgroup/batch.slice/job-7.scope/cpu.max", "max 100000")
+    t.file("/sys/fs/cgroup/batch.slice/memory.max", str(8 << 30))
+    t.file("/sys/fs/cgroup/batch.slice/job-7.scope/memory.max", "max")
+    t.file("/sys/fs/cgroup/batch.slice/job-7.scope/memory.current", str(1 << 30))
+    t.file("/proc/meminfo", "MemTotal: 67108864 kB\nMemAvailable: 60000000 kB\n")
+    q = cpu.probe(ctx_for(tmp_path))["cgroup"]
+    assert q["cpus"] == 2.0 and q["limited_at"] == "/batch.slice"
+    m = memory.probe(ctx_for(tmp_path))["cgroup"]
+    assert m == {"version": 2, "limit_bytes": 8 << 30, "usage_bytes": 1 << 30}

@@ -404,7 +404,9 @@ DOCS = [
        + _SA.format("swappiness"),
        "safe: takes effect at once and only changes when the kernel swaps."),
     _d("DR053", "memory-available-low", "Little memory available", "memory", W,
-       "Reads MemAvailable/MemTotal: below 2 GiB or 10 %.",
+       "Reads MemAvailable/MemTotal: below 2 GiB or 10 %. In a container or a Slurm job "
+       "the cgroup memory limit (v2 `memory.max` up the hierarchy, v1 "
+       "`memory.limit_in_bytes`) and its usage replace the host's numbers.",
        "DataLoader workers, pinned buffers and the page cache that keeps the dataset in RAM "
        "compete; the OOM killer may end the run.",
        "```\nonly 1.4 GiB (4 %) of 31.2 GiB memory available\n```",

@@ -429,6 +429,8 @@ def m_docker(t: Tree) -> None:
     cpus(t, 32, governor="performance", epp=None, driver="acpi-cpufreq",
          boost=("cpufreq/boost", 1), model="AMD EPYC 7302 16-Core Processor")
     process(t, allowed="0-31", cgroup="0::/", cpu_max="400000 100000", pid1_cgroup="0::/")
+    t.file("/sys/fs/cgroup/memory.max", str(32 << 30))  # docker run --memory=32g
+    t.file("/sys/fs/cgroup/memory.current", str(3 << 30))
     memory(t, 256, 230.0)
     modules(t, ["nvidia_uvm", "nvidia"], "570.172.08")
     pci_gpu(t, "0000:41:00.0", "0000:40:01.1", device="0x20b0", driver="nvidia", numa=0,
@@ -453,7 +455,8 @@ def m_docker(t: Tree) -> None:
         "A100-SXM4-40GB board values from public nvidia-smi -q outputs (see make_machines.py)"))
     origin(t, "docker-shm64: a Docker container (Ubuntu 22.04 image) started with `--gpus all` "
               "but without --shm-size, so /dev/shm is Docker's default 64 MB (size=65536k), and "
-              "with --cpus=4 (cgroup v2 cpu.max 400000 100000) on a 32-CPU host; one A100, "
+              "with --cpus=4 (cgroup v2 cpu.max 400000 100000) and --memory=32g on a "
+              "32-CPU, 256 GiB host; one A100, "
               "data bind-mounted from the host's NVMe at /workspace/data.")
 
 

@@ -109,14 +109,22 @@ def memory_available(facts: Facts) -> Outcome:
     total, avail = mem.get("mem_total_bytes"), mem.get("mem_available_bytes")
     if not total or avail is None:
         raise CannotCheck("MemTotal/MemAvailable missing from /proc/meminfo")
+    cg = mem.get("cgroup") or {}
+    limit, usage = cg.get("limit_bytes"), cg.get("usage_bytes")
+    where = "memory"
+    if limit is not None and limit < total:
+        # In a container /proc/meminfo shows the host; the cgroup limit is what we have.
+        total, avail = limit, max(0, min(avail, limit - (usage or 0)))
+        where = f"memory of the cgroup v{cg.get('version')} limit"
     pct = 100.0 * avail / total
-    ev = {"mem_available": gib(avail), "mem_total": gib(total), "available_pct": round(pct, 1)}
+    ev = {"mem_available": gib(avail), "mem_total": gib(total), "available_pct": round(pct, 1),
+          "cgroup_limit": gib(limit) if limit is not None else None}
     if avail < (2 << 30) or pct < 10:
-        return warning(f"only {gib(avail)} ({pct:.0f} %) of {gib(total)} memory available: "
+        return warning(f"only {gib(avail)} ({pct:.0f} %) of {gib(total)} {where} available: "
                        "workers, pinned buffers and the page cache will compete",
                        Remedy.shell("ps aux --sort=-rss | head -15   # stop what is not needed"),
                        **ev)
-    return ok(f"{gib(avail)} of {gib(total)} available", **ev)
+    return ok(f"{gib(avail)} of {gib(total)} {where} available", **ev)
 
 
 @check("DR054", "memory", 20)

@@ -6,8 +6,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from pitstop.doctor.probes import ProbeContext
-from pitstop.sysroot import Sysroot
+from pitstop.doctor.probes import ProbeContext, cgroup
 
 CPU_DIR = "/sys/devices/system/cpu"
 
@@ -25,40 +24,6 @@ def parse_cpu_list(text: str | None) -> list[int]:
         else:
             cpus.append(int(part))
     return cpus
-
-
-def _cgroup_quota(sr: Sysroot) -> dict[str, Any]:
-    """The CPU quota of this process's cgroup in CPUs (v2 ``cpu.max`` or v1 CFS files)."""
-    text = sr.read_text("/proc/self/cgroup") or ""
-    v2_path = None
-    v1_path = None
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        if controllers == "":
-            v2_path = path
-        elif "cpu" in controllers.split(","):
-            v1_path = path
-    if v1_path is not None:
-        for base in (f"/sys/fs/cgroup/cpu,cpuacct{v1_path}", f"/sys/fs/cgroup/cpu{v1_path}",
-                     "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"):
-            quota = sr.read_int(f"{base.rstrip('/')}/cpu.cfs_quota_us", 10)
-            period = sr.read_int(f"{base.rstrip('/')}/cpu.cfs_period_us", 10)
-            if quota is not None and period:
-                return {"version": 1, "path": v1_path, "quota_us": quota, "period_us": period,
-                        "cpus": round(quota / period, 2) if quota > 0 else None}
-    if v2_path is not None:
-        for base in (f"/sys/fs/cgroup{v2_path}", "/sys/fs/cgroup"):
-            cpu_max = sr.read_text(f"{base.rstrip('/')}/cpu.max")
-            if cpu_max:
-                quota_s, _, period_s = cpu_max.partition(" ")
-                period = int(period_s or 100000)
-                quota = -1 if quota_s == "max" else int(quota_s)
-                return {"version": 2, "path": v2_path, "quota_us": quota, "period_us": period,
-                        "cpus": round(quota / period, 2) if quota > 0 else None}
-    return {"version": None, "cpus": None}
 
 
 def probe(ctx: ProbeContext) -> dict[str, Any]:
@@ -117,6 +82,6 @@ def probe(ctx: ProbeContext) -> dict[str, Any]:
         "max_freq_mhz": round(max(max_khz) / 1000) if max_khz else None,
         "boost": boost,
         "affinity": allowed,
-        "cgroup": _cgroup_quota(sr),
+        "cgroup": cgroup.cpu_quota(sr),
         "numa_nodes": nodes,
     }

@@ -6,7 +6,7 @@ import os
 import re
 from typing import Any
 
-from pitstop.doctor.probes import ProbeContext
+from pitstop.doctor.probes import ProbeContext, cgroup
 
 
 def parse_meminfo(text: str) -> dict[str, int]:
@@ -114,6 +114,7 @@ def probe(ctx: ProbeContext) -> dict[str, Any]:
         "thp_defrag": bracketed(sr.read_text("/sys/kernel/mm/transparent_hugepage/defrag")),
         "shm": shm_facts(ctx, mi.get("MemTotal")),
         "memlock": _memlock(ctx),
+        "cgroup": cgroup.memory_limit(sr),
     }
 
 

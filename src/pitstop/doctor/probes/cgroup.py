@@ -1,0 +1,111 @@
+"""This process's cgroup limits (v1 and v2): CPU quota and memory limit.
+
+Containers, Slurm and systemd slices limit a process through its cgroup, which
+``/proc/cpuinfo``, ``/proc/meminfo`` and ``os.cpu_count()`` do not show. A limit set on
+an ancestor cgroup applies too, so the v2 files are read up the path to the root and the
+tightest limit wins.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from pitstop.sysroot import Sysroot
+
+# cgroup v1 reports "no limit" as the largest page-aligned signed 64-bit number.
+V1_UNLIMITED = 1 << 62
+
+
+def membership(sr: Sysroot) -> tuple[dict[str, str], str | None]:
+    """``({v1 controller: path}, v2 path)`` from ``/proc/self/cgroup``."""
+    v1: dict[str, str] = {}
+    v2 = None
+    for line in (sr.read_text("/proc/self/cgroup") or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        if controllers == "":
+            v2 = path
+        for c in controllers.split(","):
+            if c:
+                v1[c] = path
+    return v1, v2
+
+
+def _ancestors(path: str) -> list[str]:
+    """``/a/b`` -> ``["/a/b", "/a", "/"]``."""
+    out = []
+    p = path or "/"
+    while True:
+        out.append(p)
+        if p == "/":
+            return out
+        p = posixpath.dirname(p.rstrip("/")) or "/"
+
+
+def _v1_dirs(controller_dirs: tuple[str, ...], path: str) -> list[str]:
+    # Without a private cgroup namespace the path may not exist under our mount: then
+    # the mount's root is this container's own cgroup.
+    return [f"{d}{path.rstrip('/')}" for d in controller_dirs] + list(controller_dirs)
+
+
+def cpu_quota(sr: Sysroot) -> dict[str, Any]:
+    """The CPU quota in CPUs (``cpus``), or ``None`` when unlimited or unknown."""
+    v1, v2 = membership(sr)
+    if "cpu" in v1:
+        for base in _v1_dirs(("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"), v1["cpu"]):
+            quota = sr.read_int(f"{base}/cpu.cfs_quota_us", 10)
+            period = sr.read_int(f"{base}/cpu.cfs_period_us", 10)
+            if quota is not None and period:
+                return {"version": 1, "path": v1["cpu"], "quota_us": quota, "period_us": period,
+                        "cpus": round(quota / period, 2) if quota > 0 else None}
+    if v2 is not None:
+        best: dict[str, Any] | None = None
+        for anc in _ancestors(v2):
+            text = sr.read_text(f"/sys/fs/cgroup{anc.rstrip('/')}/cpu.max")
+            if not text:
+                continue
+            quota_s, _, period_s = text.partition(" ")
+            period = int(period_s or 100000)
+            quota = -1 if quota_s == "max" else int(quota_s)
+            cpus = round(quota / period, 2) if quota > 0 else None
+            entry = {"version": 2, "path": v2, "limited_at": anc, "quota_us": quota,
+                     "period_us": period, "cpus": cpus}
+            if best is None or (cpus is not None and (best["cpus"] is None or cpus < best["cpus"])):
+                best = entry
+        if best is not None:
+            if best["cpus"] is None:
+                best.pop("limited_at", None)
+            return best
+    return {"version": None, "cpus": None}
+
+
+def memory_limit(sr: Sysroot) -> dict[str, Any]:
+    """The memory limit and current usage of this cgroup, in bytes (``None``: unlimited)."""
+    v1, v2 = membership(sr)
+    if "memory" in v1:
+        for base in _v1_dirs(("/sys/fs/cgroup/memory",), v1["memory"]):
+            limit = sr.read_int(f"{base}/memory.limit_in_bytes", 10)
+            if limit is not None:
+                return {"version": 1, "limit_bytes": None if limit >= V1_UNLIMITED else limit,
+                        "usage_bytes": sr.read_int(f"{base}/memory.usage_in_bytes", 10)}
+    if v2 is not None:
+        limit_b: int | None = None
+        usage = sr.read_int(f"/sys/fs/cgroup{v2.rstrip('/')}/memory.current", 10)
+        found = False
+        for anc in _ancestors(v2):
+            text = sr.read_text(f"/sys/fs/cgroup{anc.rstrip('/')}/memory.max")
+            if text is None:
+                continue
+            found = True
+            if text != "max":
+                try:
+                    value = int(text)
+                except ValueError:
+                    continue
+                limit_b = value if limit_b is None else min(limit_b, value)
+        if found:
+            return {"version": 2, "limit_bytes": limit_b, "usage_bytes": usage}
+    return {"version": None, "limit_bytes": None, "usage_bytes": None}
