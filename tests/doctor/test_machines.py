@@ -112,3 +112,11 @@ def test_committed_machines_match_their_generator(tmp_path: Path) -> None:
                 else:
                     assert filecmp.cmp(gen, com, shallow=False), f"{name}: {rel / f} differs"
         assert (a / "ORIGIN.txt").read_text().strip()
+
+
+def test_ignore_skips_checks(pitstop_cli: Any) -> None:
+    rc, doc = doctor_json(pitstop_cli, "powersave", "--ignore", "DR040,dr041,DR042,DR052")
+    assert rc == 0
+    assert not {"DR040", "DR041", "DR042", "DR052"} & {c["code"] for c in doc["checks"]}
+    r = pitstop_cli("doctor", "--ignore", "DR999")
+    assert r.returncode == 2 and "DR999" in r.stderr

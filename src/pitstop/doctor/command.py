@@ -67,11 +67,13 @@ def _data_path(data: str | None, sysroot: str | None) -> str:
 @click.option("-o", "--output", metavar="FILE",
               help="Write the JSON (--collect or --json) to FILE atomically instead of stdout.")
 @click.option("--all", "show_all", is_flag=True, help="Also list checks that do not apply.")
+@click.option("--ignore", metavar="CODES",
+              help="Comma-separated DR codes not to run (e.g. DR052,DR018 on purpose).")
 @click.option("--io-seconds", type=click.FloatRange(0.4, 60.0), default=3.0, show_default=True,
               hidden=True)
 def doctor(collect: bool, from_file: str | None, data: str | None, io: bool, import_torch: bool,
            sysroot: str | None, as_json: bool, output: str | None, show_all: bool,
-           io_seconds: float) -> int:
+           ignore: str | None, io_seconds: float) -> int:
     """Find what on this machine slows PyTorch training, with the exact fix for each.
 
     \b
@@ -90,6 +92,7 @@ def doctor(collect: bool, from_file: str | None, data: str | None, io: bool, imp
       pitstop doctor --from node7.json        anywhere else
     """
     _check_args(collect, from_file, sysroot, data, io, import_torch, output, as_json)
+    ignored = _ignored_codes(ignore)
     from pitstop.doctor.facts import collect as collect_facts
     from pitstop.doctor.facts import load_facts
 
@@ -118,7 +121,7 @@ def doctor(collect: bool, from_file: str | None, data: str | None, io: bool, imp
         return EXIT_OK
     from pitstop.doctor.checks import run_checks
 
-    results = run_checks(facts)
+    results = run_checks(facts, skip=ignored)
     if as_json:
         from pitstop.doctor.report import report_json
 
@@ -131,6 +134,20 @@ def doctor(collect: bool, from_file: str | None, data: str | None, io: bool, imp
         render_terminal(facts, results, Console(), verbose=show_all)
     wrong = any(r.status in ("warning", "problem") for r in results)
     return EXIT_FINDINGS if wrong else EXIT_OK
+
+
+def _ignored_codes(ignore: str | None) -> set[str]:
+    if not ignore:
+        return set()
+    from pitstop.doctor.checks import all_checks
+
+    known = {c.code for c in all_checks()}
+    codes = {c.strip().upper() for c in ignore.split(",") if c.strip()}
+    unknown = sorted(codes - known)
+    if unknown:
+        raise UsageError(f"--ignore {ignore}: {', '.join(unknown)} is not a doctor code; "
+                         "`pitstop explain --list` lists them")
+    return codes
 
 
 def _emit(text: str, output: str | None) -> None:
