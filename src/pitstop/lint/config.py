@@ -36,7 +36,7 @@ class LintConfig:
 def _relative(path: Path, root: Path) -> str:
     try:
         return path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop
         return path.as_posix()
 
 
@@ -58,13 +58,17 @@ def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
 
 
 def find_pyproject(start: Path) -> Path | None:
-    cur = start.resolve()
-    if cur.is_file():
-        cur = cur.parent
-    for d in (cur, *cur.parents):
-        candidate = d / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
+    """The nearest pyproject.toml at or above ``start`` (None if none can be read)."""
+    try:
+        cur = start.absolute()
+        if not cur.is_dir():
+            cur = cur.parent
+        for d in (cur, *cur.parents):
+            candidate = d / "pyproject.toml"
+            if candidate.is_file():
+                return candidate
+    except (OSError, RuntimeError):
+        return None
     return None
 
 

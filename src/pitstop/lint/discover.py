@@ -134,7 +134,12 @@ def discover(paths: list[Path], config: LintConfig, *, respect_gitignore: bool =
     diags: list[Diagnostic] = []
     seen_files: set[Path] = set()
     for top in paths:
-        if not top.exists():
+        try:
+            exists = top.exists()
+        except OSError as err:
+            diags.append(Diagnostic(str(top), f"cannot access: {err.strerror or err}"))
+            continue
+        if not exists:
             if top.is_symlink():
                 diags.append(Diagnostic(str(top), "broken or looping symbolic link"))
             else:
@@ -172,61 +177,69 @@ def _walk(top: Path, base_rules: list[_Rule], config: LintConfig, files: list[So
             continue
         visited.add(key)
         if respect_gitignore:
-            gi = d / ".gitignore"
-            if gi.is_file():
-                try:
-                    text = gi.read_text(encoding="utf-8", errors="replace")
-                    rules = rules + parse_gitignore(text, real_d)
-                except OSError:
-                    pass
+            try:
+                text = (d / ".gitignore").read_text(encoding="utf-8", errors="replace")
+                rules = rules + parse_gitignore(text, real_d)
+            except OSError:  # none, or unreadable: the listing below reports the latter
+                pass
         try:
             with os.scandir(d) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as err:
             diags.append(Diagnostic(str(d), f"cannot list directory: {err.strerror or err}"))
             continue
-        subdirs = []
+        subdirs: list[tuple[Path, Path, list[_Rule]]] = []
         for e in entries:
-            p = Path(e.path)
-            real_p = real_d / e.name
             try:
-                is_dir = e.is_dir()  # follows symlinks
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if e.name in DEFAULT_EXCLUDES or config.excluded(p):
-                    continue
-                if e.is_symlink():
-                    try:
-                        real_p = p.resolve()
-                    except (OSError, RuntimeError):
-                        diags.append(Diagnostic(str(p), "symbolic link loop, skipped", kind="note"))
-                        continue
-                if rules and ignored(rules, real_p, True):
-                    continue
-                subdirs.append((p, real_p, rules))
-            elif e.name.endswith(SUFFIXES):
-                if config.excluded(p) or (rules and ignored(rules, real_p, False)):
-                    continue
-                try:
-                    size = e.stat().st_size
-                except OSError as err:
-                    if e.is_symlink():
-                        diags.append(Diagnostic(str(p), "broken or looping symbolic link"))
-                    else:
-                        diags.append(Diagnostic(str(p), f"cannot read: {err.strerror or err}"))
-                    continue
-                real = real_p
-                if e.is_symlink():
-                    try:
-                        real = p.resolve()
-                    except (OSError, RuntimeError):
-                        real = _abs(p)
-                if real in seen_files:
-                    continue
-                seen_files.add(real)
-                files.append(SourceFile(p, size))
+                _entry(e, real_d, rules, config, files, diags, seen_files, subdirs)
+            except (OSError, RuntimeError) as err:  # races, loops, permissions
+                diags.append(Diagnostic(e.path, f"cannot read: {err}"))
         stack.extend(reversed(subdirs))
+
+
+def _entry(e: os.DirEntry[str], real_d: Path, rules: list[_Rule], config: LintConfig,
+           files: list[SourceFile], diags: list[Diagnostic], seen_files: set[Path],
+           subdirs: list[tuple[Path, Path, list[_Rule]]]) -> None:
+    """Classify one directory entry: a folder to walk, a file to lint, or a diagnostic."""
+    p = Path(e.path)
+    real_p = real_d / e.name
+    try:
+        is_dir = e.is_dir()  # follows symlinks
+    except OSError:
+        is_dir = False
+    if is_dir:
+        if e.name in DEFAULT_EXCLUDES or config.excluded(p):
+            return
+        if e.is_symlink():
+            try:
+                real_p = p.resolve()
+            except (OSError, RuntimeError):
+                diags.append(Diagnostic(str(p), "symbolic link loop, skipped", kind="note"))
+                return
+        if rules and ignored(rules, real_p, True):
+            return
+        subdirs.append((p, real_p, rules))
+    elif e.name.endswith(SUFFIXES):
+        if config.excluded(p) or (rules and ignored(rules, real_p, False)):
+            return
+        try:
+            size = e.stat().st_size
+        except OSError as err:
+            if e.is_symlink():
+                diags.append(Diagnostic(str(p), "broken or looping symbolic link"))
+            else:
+                diags.append(Diagnostic(str(p), f"cannot read: {err.strerror or err}"))
+            return
+        real = real_p
+        if e.is_symlink():
+            try:
+                real = p.resolve()
+            except (OSError, RuntimeError):
+                real = _abs(p)
+        if real in seen_files:
+            return
+        seen_files.add(real)
+        files.append(SourceFile(p, size))
 
 
 def _abs(p: Path) -> Path:

@@ -1,0 +1,98 @@
+"""The linter never crashes on bad input: every problem is a diagnostic naming the file,
+and the other files are still linted (exit status 2 because the input had errors)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import pitstop_env
+
+TRAIN = (
+    "import torch\n"
+    "for x, y in loader:\n"
+    "    loss = model(x.cuda()).sum()\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+    "    print(loss.item())\n"
+)
+
+
+def _tree(tmp_path):
+    (tmp_path / "good.py").write_text(TRAIN)
+    (tmp_path / "broken.py").write_text("import torch\ndef f(:\n")
+    (tmp_path / "latin1.py").write_bytes(b"import torch\nname = '\xe9t\xe9'\n")
+    (tmp_path / "cookie.py").write_bytes(
+        b"# -*- coding: latin-1 -*-\nimport torch\nname = '\xe9t\xe9'\n")
+    (tmp_path / "empty.py").write_text("")
+    (tmp_path / "nul.py").write_bytes(b"import torch\x00\n")
+    # a 10 MB generated file (weights as a literal), which still mentions torch
+    row = ", ".join(f"{i * 0.001:.6f}" for i in range(1000))
+    lines = ["import torch", "WEIGHTS = ["] + [f"    [{row}]," for _ in range(1100)] + ["]"]
+    (tmp_path / "generated.py").write_text("\n".join(lines) + "\n")
+    assert (tmp_path / "generated.py").stat().st_size > 9_000_000
+    loop = tmp_path / "loop"
+    loop.mkdir()
+    (loop / "again").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "a.py").symlink_to(tmp_path / "b.py")
+    (tmp_path / "b.py").symlink_to(tmp_path / "a.py")
+    nb = tmp_path / "broken.ipynb"
+    nb.write_text("{not json")
+
+
+def test_bad_inputs_become_diagnostics(tmp_path, pitstop_cli) -> None:
+    _tree(tmp_path)
+    r = pitstop_cli("lint", str(tmp_path), "--format", "json", timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    for name, words in [("broken.py", "syntax error"), ("latin1.py", "cannot decode"),
+                        ("nul.py", "null bytes"), ("broken.ipynb", "notebook"),
+                        ("a.py", "symbolic link"), ("b.py", "symbolic link")]:
+        lines = [ln for ln in r.stderr.splitlines() if ln.startswith(str(tmp_path / name))]
+        assert lines and words in lines[0], (name, r.stderr)
+    assert "symbolic link loop" in r.stderr  # loop/again -> tmp_path, reported once as a note
+    import json
+
+    findings = json.loads(r.stdout)
+    assert {(os.path.basename(f["path"]), f["code"]) for f in findings} >= {("good.py", "LT001")}
+    assert not any(os.path.basename(f["path"]) in {"cookie.py", "empty.py", "generated.py"}
+                   for f in findings)
+
+
+def test_unreadable_directory() -> None:
+    # Not under pytest's tmp_path: its parents are private to root, and the run below
+    # happens as an unprivileged user.
+    tmp_path = Path(tempfile.mkdtemp(prefix="pitstop-lint-perm-"))
+    tmp_path.chmod(0o755)
+    (tmp_path / "good.py").write_text(TRAIN)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "x.py").write_text(TRAIN)
+    locked.chmod(0)
+    cmd = [sys.executable, "-m", "pitstop", "lint", str(tmp_path)]
+    if os.geteuid() == 0:  # root reads anything: drop privileges for the run
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv to drop privileges")
+        cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *cmd]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=pitstop_env(), timeout=120,
+                           cwd="/")
+    finally:
+        locked.chmod(0o755)
+        shutil.rmtree(tmp_path, ignore_errors=True)
+    assert r.returncode == 2, r.stderr
+    assert f"{locked}: error: cannot list directory" in r.stderr
+    assert "good.py:6:11: LT001" in r.stdout
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_path_is_an_input_error(tmp_path, pitstop_cli) -> None:
+    r = pitstop_cli("lint", str(tmp_path / "nope.py"))
+    assert r.returncode == 2
+    assert "nope.py: error: no such file or directory" in r.stderr
