@@ -151,6 +151,23 @@ def ddp_worker(rank: int, world: int, workdir: str) -> None:
         results["C_params"] = [p.detach().clone() for p in compiled._orig_mod.module.parameters()]
         results["C_allreduces"] = calls_c["n"]
 
+        # (D) FSDP2 (fully_shard): reduce-scatter skipped on non-final micro-steps
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        sharded = tiny_mlp()
+        fully_shard(sharded, mesh=init_device_mesh("cpu", (world,)))
+        opt_d = torch.optim.SGD(sharded.parameters(), lr=0.5)
+        step_d = TrainStep(sharded, opt_d, precision="fp32", accumulate=DDP_ACCUMULATE)
+        # FSDP2 labels each gradient reduce-scatter "FSDP::post_backward_reduce" for the
+        # profiler, and only when it does reduce: count those.
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            for x, y in batches:
+                step_d(shard(x), shard(y))
+        results["D_params"] = [p.full_tensor().detach().clone() for p in sharded.parameters()]
+        results["D_reduces"] = sum(1 for e in prof.events()
+                                   if e.name.startswith("FSDP::post_backward_reduce"))
+
         # (B) microbatch="auto": rank 0 can hold 4 samples, rank 1 all 16
         budget = 4 * 100 if rank == 0 else 16 * 100
         inner = OutOfBudget(tiny_mlp(), bytes_per_sample=100, budget=budget)

@@ -66,6 +66,14 @@ def test_compiled_ddp_model_still_skips_sync_on_micro_steps(ddp_results: list[di
             torch.testing.assert_close(p, r, rtol=1e-5, atol=1e-6)
 
 
+def test_fsdp2_accumulation_matches_single_process_training(ddp_results: list[dict[str, Any]]) -> None:
+    reference = train_single(DDP_STEPS, WORLD, DDP_BATCH, accumulate=DDP_ACCUMULATE)
+    for rank in range(WORLD):
+        assert ddp_results[rank]["D_reduces"] == DDP_STEPS  # one reduce-scatter per step
+        for p, r in zip(ddp_results[rank]["D_params"], reference, strict=True):
+            torch.testing.assert_close(p, r, rtol=1e-5, atol=1e-6)
+
+
 def test_auto_microbatch_ranks_agree_and_train_like_one_process(ddp_results: list[dict[str, Any]]) -> None:
     # Rank 0 fits 4 samples, rank 1 all 16: both must settle on 4.
     assert [r["B_micro"] for r in ddp_results] == [4, 4]

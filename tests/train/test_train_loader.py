@@ -248,6 +248,8 @@ def test_iterable_dataset_and_describe() -> None:
             for i in range(10):
                 yield torch.tensor([float(i)])
 
+    with pytest.raises(ValueError, match="shuffle=True with an IterableDataset"):
+        loader(Stream(), 5, shuffle=True, device="cpu")
     dl = loader(Stream(), 5, shuffle=False, device="cpu", num_workers=0)
     assert [b.shape[0] for b in dl] == [5, 5]
     text = dl.describe()

@@ -18,6 +18,7 @@ See docs/train.md.
 
 from pitstop.train.defaults import FastDefaults, SettingChange, fast_defaults
 from pitstop.train.loader import PitstopDataLoader, format_settings, loader, loader_settings
+from pitstop.train.loader import save_config as save_loader_config
 from pitstop.train.metrics import Metrics, MetricSummary, every
 from pitstop.train.precision import PrecisionChoice, choose_precision
 from pitstop.train.prefetch import DevicePrefetcher, to_device
@@ -38,5 +39,6 @@ __all__ = [
     "format_settings",
     "loader",
     "loader_settings",
+    "save_loader_config",
     "to_device",
 ]
