@@ -495,3 +495,12 @@ def test_container_memory_limit_is_what_counts(facts_of) -> None:
     facts["memory"]["cgroup"]["usage_bytes"] = 31 << 30
     r = one(facts, "DR053")
     assert r.status == "warning" and "cgroup v2 limit" in r.summary
+
+
+def test_cloud_network_volume(facts_of) -> None:
+    facts = facts_of("rtx4090-workstation")
+    facts["storage"]["disks"][0].update(transport="network-block",
+                                        model="Amazon Elastic Block Store")
+    r = one(facts, "DR031")
+    assert r.status == "warning" and "Amazon Elastic Block Store" in r.summary
+    assert r.remedy is not None and "--io" in r.remedy.text

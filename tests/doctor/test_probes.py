@@ -200,3 +200,11 @@ def test_cgroup_v2_limit_on_an_ancestor(tmp_path: Path) -> None:
     assert q["cpus"] == 2.0 and q["limited_at"] == "/batch.slice"
     m = memory.probe(ctx_for(tmp_path))["cgroup"]
     assert m == {"version": 2, "limit_bytes": 8 << 30, "usage_bytes": 1 << 30}
+
+
+def test_ebs_volume_is_a_network_block_device(tmp_path: Path) -> None:
+    t = gen.Tree(tmp_path)
+    gen.nvme_disk(t, model="Amazon Elastic Block Store")
+    gen.mountinfo(t, ["259:1 / / rw - xfs /dev/nvme0n1p1 rw"])
+    facts = storage.probe(ctx_for(tmp_path, "/data"))
+    assert facts["disks"][0]["transport"] == "network-block"

@@ -284,7 +284,8 @@ DOCS = [
     _d("DR031", "data-on-network-filesystem", "Training data on a network or FUSE filesystem",
        "storage", W,
        "Flags the filesystem type under `--data`: nfs, cifs/smb, 9p, ceph, glusterfs, lustre, "
-       "virtiofs, and FUSE filesystems (sshfs, s3fs, gcsfuse, rclone, ...).",
+       "virtiofs, and FUSE filesystems (sshfs, s3fs, gcsfuse, rclone, ...); and block devices "
+       "that are network volumes (nbd, rbd, AWS EBS, GCP Persistent Disk, by their model).",
        "Every small file costs network round trips (metadata + data); FUSE adds user-space "
        "copies. Throughput per worker is often 10-50x below a local SSD.",
        "```\ndata on a FUSE filesystem sshfs (user@host:/data)\n```",

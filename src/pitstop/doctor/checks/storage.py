@@ -83,10 +83,21 @@ def network_fs(facts: Facts) -> Outcome:
     source = str(st.get("source") or "")
     ev = _base_evidence(st) | {"source": source}
     fuse_kind = next((n for n in FUSE_NAMES if n in fstype or n in source), None)
+    net_disks = [d for d in st.get("disks") or [] if d.get("transport") == "network-block"]
     if fstype in NETWORK_FS or fstype.split(".")[0] in NETWORK_FS:
         kind = f"network filesystem {fstype}"
     elif fstype.startswith("fuse"):
         kind = f"FUSE filesystem {fuse_kind or fstype}"
+    elif net_disks:
+        kind = "network-attached volume " + ", ".join(
+            f"{d['name']} ({d.get('model') or 'nbd/rbd'})" for d in net_disks)
+        return warning(f"data on a {kind}: IOPS and throughput are provisioned, often a few "
+                       "thousand IOPS; measure with --io",
+                       Remedy.shell("pitstop doctor --io --data " + str(st.get("path"))
+                                    + "   # measure first\n"
+                                    + COPY_LOCAL.format(path=st.get("path"))
+                                    + "\n# (cloud: the instance's local NVMe, or more "
+                                      "provisioned IOPS/throughput)"), **ev)
     else:
         return ok(f"data on a local {fstype} filesystem", **ev)
     return warning(f"data on a {kind} ({source}): every small-file read pays a network round "

@@ -17,6 +17,9 @@ from pitstop.doctor.probes import ProbeContext
 from pitstop.sysroot import Sysroot
 
 MAX_DEPTH = 8
+# Models of cloud block volumes, which look like local NVMe/SCSI disks but are reached
+# over the network with provisioned IOPS (AWS EBS, GCP Persistent Disk).
+CLOUD_NETWORK_DISKS = ("Amazon Elastic Block Store", "PersistentDisk")
 
 
 def _unescape(text: str) -> str:
@@ -146,11 +149,15 @@ class _Resolver:
                 if real:
                     self.node(real, depth + 1)
             return
+        model = sr.read_text(f"{sys_path}/device/model")
+        kind = transport(sys_path, name)
+        if model and any(m in model for m in CLOUD_NETWORK_DISKS):
+            kind = "network-block"  # attached over the provider's network, not a local disk
         disk = {
             "name": name,
-            "transport": transport(sys_path, name),
+            "transport": kind,
             "rotational": sr.read_int(f"{sys_path}/queue/rotational", 10),
-            "model": sr.read_text(f"{sys_path}/device/model"),
+            "model": model,
             "vendor": sr.read_text(f"{sys_path}/device/vendor"),
             "size_bytes": (sr.read_int(f"{sys_path}/size", 10) or 0) * 512 or None,
             "removable": sr.read_int(f"{sys_path}/removable", 10),
