@@ -1,0 +1,177 @@
+"""``pitstop bench`` for real, in a subprocess, with tiny sizes through its options."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from _bench_helpers import TINY_CLI, cli_env
+from PIL import Image
+
+from pitstop.bench.report import JSON_SCHEMA
+from pitstop.bench.rungs import RUNGS
+
+
+def _rows(doc: dict) -> dict[str, dict]:
+    return {row["name"]: row for row in doc["rungs"]}
+
+
+def test_full_ladder_writes_valid_json_and_plot(tmp_path: Path, pitstop_cli: Any) -> None:
+    out_json, out_png = tmp_path / "bench.json", tmp_path / "bench.png"
+    proc = pitstop_cli("bench", *TINY_CLI, "--data", str(tmp_path / "cache"),
+                       "--compile-timeout", "0.01", "--json", str(out_json),
+                       "--plot", str(out_png))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out_json.read_text())
+    jsonschema.validate(doc, JSON_SCHEMA)
+    assert [r["name"] for r in doc["rungs"]] == [r.name for r in RUNGS]
+    machine = doc["machine"]
+    for key in ("cpu_model", "cpu_cores_logical", "cpu_cores_physical", "gpus", "torch"):
+        assert key in machine
+    assert machine["torch"] and machine["cpu_cores_logical"] >= 1
+    rows = _rows(doc)
+    assert rows["naive"]["status"] == "baseline" and rows["naive"]["speedup"] == 1.0
+    naive = rows["naive"]["applied"]
+    assert naive["num_workers"] == 0 and naive["loss_reads_per_step"] == 1.0
+    assert naive["precision"] == "fp32" and naive["cudnn_benchmark"] is False
+    assert rows["workers"]["applied"]["num_workers"] >= 1
+    assert rows["no-sync"]["applied"]["loss_reads_per_step"] < 1
+    # compile cannot finish in 10 ms: the bound skips the rung and says why
+    assert rows["compile"]["status"] == "skipped"
+    assert "did not finish within" in rows["compile"]["reason"]
+    for name in ("pinned", "cudnn-benchmark"):
+        assert rows[name]["status"] == "not applicable" and rows[name]["reason"]
+    for row in doc["rungs"]:
+        if row["samples_per_s"] is not None:
+            rate = row["samples_per_s"]
+            assert rate["min"] <= rate["median"] <= rate["max"]
+            assert len(rate["repeats"]) == 2
+            assert row["share_of_ideal"] is not None
+        else:
+            assert row["reason"]
+    ideal = doc["ideal"]
+    assert ideal["applied"]["loader"] is None and ideal["share_of_ideal"] == 1.0
+    assert doc["recommended"]["snippet"].startswith("import torch")
+    assert doc["interrupted"] is False
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the table and the recommendation went to stdout
+    assert "0 naive" in proc.stdout and "ideal" in proc.stdout and "7 compile" in proc.stdout
+    assert "recommended for this machine:" in proc.stdout
+    assert "from pitstop.train import" in proc.stdout
+
+
+def test_quick_skips_compile_then_a_truncated_jpeg_is_rebuilt(tmp_path: Path,
+                                                              pitstop_cli: Any) -> None:
+    cache = tmp_path / "cache"
+    out_json = tmp_path / "quick.json"
+    first = pitstop_cli("bench", *TINY_CLI, "--quick", "--rungs", "0,1,7", "--data", str(cache),
+                        "--json", str(out_json))
+    assert first.returncode == 0, first.stderr
+    assert "wrote 24 synthetic JPEGs" in first.stderr
+    rows = _rows(json.loads(out_json.read_text()))
+    assert rows["compile"]["status"] == "skipped" and "--quick" in rows["compile"]["reason"]
+    assert rows["no-sync"]["reason"] == "not selected (--rungs)"
+    assert rows["workers"]["samples_per_s"] is not None
+    # a truncated JPEG in the cache: detected, rebuilt, and the run goes on
+    victim = sorted(cache.rglob("*.jpg"))[3]
+    good = victim.read_bytes()
+    victim.write_bytes(good[:200])
+    second = pitstop_cli("bench", *TINY_CLI, "--quick", "--rungs", "0", "--data", str(cache))
+    assert second.returncode == 0, second.stderr
+    assert "cache was rebuilt" in second.stderr and "truncated" in second.stderr
+    assert victim.read_bytes() == good
+
+
+def test_user_image_folder_with_a_truncated_jpeg(tmp_path: Path, pitstop_cli: Any) -> None:
+    root = tmp_path / "photos"
+    for label in ("a", "b"):
+        (root / label).mkdir(parents=True)
+        for i in range(6):
+            Image.new("RGB", (60, 50), (30 * i, 90, 160)).save(root / label / f"{i}.jpg")
+    bad = root / "a" / "2.jpg"
+    bad.write_bytes(bad.read_bytes()[:100])
+    out_json = tmp_path / "mine.json"
+    proc = pitstop_cli("bench", *TINY_CLI, "--rungs", "0", "--data", str(root),
+                       "--json", str(out_json))
+    assert proc.returncode == 0, proc.stderr
+    assert "skipping unreadable image" in proc.stderr and "2.jpg" in proc.stderr
+    dataset = json.loads(out_json.read_text())["workload"]["dataset"]
+    assert dataset["kind"] == "imagefolder" and dataset["images"] == 12
+    assert sorted(p.name for p in root.rglob("*")) == sorted(
+        ["a", "b"] + [f"{i}.jpg" for i in range(6)] * 2)  # nothing written into the user's folder
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--rungs", "0,warp"], "--rungs"),
+    (["--plot", "chart.svg"], "--plot"),
+    (["--device", "cuda"], "--device cuda"),
+    (["--data", "afile.txt"], "not a folder"),
+])
+def test_usage_errors_are_one_line_exit_2(tmp_path: Path, pitstop_cli: Any, args: list[str], message: str) -> None:
+    if "--device" in args and _cuda():
+        pytest.skip("a GPU is present")
+    (tmp_path / "afile.txt").write_text("x")
+    proc = pitstop_cli("bench", *args, cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pitstop: error:") and message in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def _cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def test_ctrl_c_prints_the_rungs_measured_so_far(tmp_path: Path, pitstop_cli: Any) -> None:
+    out_json = tmp_path / "partial.json"
+    long_run = [*TINY_CLI, "--steps", "60", "--repeats", "3", "--rungs", "0-6"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pitstop", "bench", *long_run, "--data", str(tmp_path / "c"),
+         "--json", str(out_json)],
+        env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:  # block until rung 0 has been measured
+            seen.append(line)
+            if line.startswith("rung 0 naive:"):
+                break
+        else:
+            pytest.fail("bench ended before rung 0 finished:\n" + "".join(seen))
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "naive loop" in stdout and "interrupted (Ctrl-C)" in stdout
+    assert "Traceback" not in stderr
+    doc = json.loads(out_json.read_text())
+    assert doc["interrupted"] is True
+    rows = doc["rungs"]
+    assert rows[0]["status"] == "baseline" and rows[0]["samples_per_s"] is not None
+    assert len(rows) < len(RUNGS)  # the climb stopped where Ctrl-C landed
+    # Ctrl-C lands in a rung (marked interrupted) or between two (nothing half-done)
+    assert all(r["status"] != "interrupted" for r in rows[:-1])
+
+
+@pytest.mark.slow
+def test_compile_rung_really_compiles(tmp_path: Path, pitstop_cli: Any) -> None:
+    out_json = tmp_path / "compile.json"
+    proc = pitstop_cli("bench", *TINY_CLI, "--rungs", "0,7", "--data", str(tmp_path / "c"),
+                       "--json", str(out_json), timeout=400)
+    assert proc.returncode == 0, proc.stderr
+    row = _rows(json.loads(out_json.read_text()))["compile"]
+    if row["status"] in ("kept", "slower"):
+        assert row["applied"]["compiled"] is True and row["samples_per_s"]["median"] > 0
+    else:  # a machine where it cannot work must say why
+        assert row["status"] in ("not applicable", "skipped") and row["reason"], row
