@@ -268,3 +268,15 @@ def test_save_config_round_trips_through_the_loader(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="num_workers must be an integer >= 0"):
         save_config(tmp_path / "x.json", {"num_workers": -2})
     assert not (tmp_path / "x.json").exists()
+
+
+def test_user_samplers_are_respected(tmp_path: Path) -> None:
+    from torch.utils.data import BatchSampler, SequentialSampler
+
+    ds = dataset(12)
+    dl = loader(ds, 4, shuffle=True, device="cpu", num_workers=0, sampler=SequentialSampler(ds))
+    assert torch.cat([y for _, y in dl]).tolist() == list(range(12))
+    (tmp_path / "pitstop-loader.json").write_text('{"drop_last": true, "num_workers": 0}')
+    dl = loader(ds, 4, shuffle=False, device="cpu",
+                batch_sampler=BatchSampler(SequentialSampler(ds), 5, drop_last=False))
+    assert [len(y) for _, y in dl] == [5, 5, 2]

@@ -217,3 +217,24 @@ def test_other_bad_arguments() -> None:
         TrainStep(model, opt, clip_grad_norm=0.0)
     with pytest.raises(ValueError, match="inputs hold no tensor"):
         TrainStep(model, opt, precision="fp32")("not a tensor", None)
+
+
+def test_state_dict_resumes_scaler_and_micro_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(step_module, "_CPU_FP16_ALLOWED", True)
+    model = tiny_mlp()
+    step = TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="fp16",
+                     microbatch="auto", accumulate=2)
+    x, y = tiny_data(16)
+    bad = x.clone()
+    bad[0, 0] = float("inf")
+    step(x, y)
+    step(bad, y)  # lowers the loss scale
+    saved = step.state_dict()
+    fresh = TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="fp16",
+                      microbatch="auto")
+    fresh.load_state_dict(saved)
+    assert fresh.scaler is not None and step.scaler is not None
+    assert fresh.scaler.get_scale() == step.scaler.get_scale() < 65536.0
+    assert fresh.micro_batch_size == 8 and fresh.skipped_steps == 1 and fresh.optimizer_steps == 1
+    with pytest.raises(ValueError, match="precision='fp16' to resume"):
+        TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="fp32").load_state_dict(saved)

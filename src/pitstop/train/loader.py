@@ -516,18 +516,18 @@ def loader(dataset: Dataset[Any], batch_size: int, *, shuffle: bool,
                                config=config, **overrides)
     kwargs: dict[str, Any] = {k: v for k, (v, _src) in settings.items()
                               if k not in _NOT_LOADER_KWARGS}
-    kwargs.update({k: v for k, v in overrides.items() if k not in ("sampler",)})
-    loader_shuffle: bool | None = shuffle
-    sampler = overrides.get("sampler")
-    if "sampler" in settings and sampler is None:
-        sampler = DistributedSampler(dataset, shuffle=shuffle,
-                                     drop_last=bool(kwargs.get("drop_last", False)))
-    if sampler is not None or "batch_sampler" in overrides or isinstance(dataset, IterableDataset):
-        loader_shuffle = None if isinstance(dataset, IterableDataset) else False
-        if "batch_sampler" in overrides:
-            kwargs.pop("drop_last", None)
-            loader_shuffle = None
+    sampler_setting = settings.get("sampler")
+    if sampler_setting is not None and sampler_setting[1].startswith("computed"):
+        kwargs["sampler"] = DistributedSampler(dataset, shuffle=shuffle,
+                                               drop_last=bool(kwargs.get("drop_last", False)))
+    elif "sampler" in overrides:
+        kwargs["sampler"] = overrides["sampler"]
     if "batch_sampler" in overrides:
+        # A batch sampler decides batch size, order and dropping by itself.
+        kwargs.pop("drop_last", None)
         return PitstopDataLoader(dataset, pitstop_settings=settings, **kwargs)
-    return PitstopDataLoader(dataset, batch_size=batch_size, shuffle=loader_shuffle,
-                             sampler=sampler, pitstop_settings=settings, **kwargs)
+    # With a sampler (or an iterable dataset) the order is not the DataLoader's to choose.
+    ordered_elsewhere = kwargs.get("sampler") is not None or isinstance(dataset, IterableDataset)
+    return PitstopDataLoader(dataset, batch_size=batch_size,
+                             shuffle=None if ordered_elsewhere else shuffle,
+                             pitstop_settings=settings, **kwargs)

@@ -341,6 +341,26 @@ class TrainStep:
         """Whether the GradScaler skipped the most recent optimizer step."""
         return self._last_skipped
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint needs to resume this step exactly: the GradScaler's scale
+        and growth tracker, the micro-batch size found, and the step counters."""
+        return {"precision": self.precision, "micro_batch_size": self.micro_batch_size,
+                "optimizer_steps": self.optimizer_steps, "skipped_steps": self.skipped_steps,
+                "scaler": self.scaler.state_dict() if self.scaler is not None else None}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved (the precision must match)."""
+        if state.get("precision") != self.precision:
+            raise ValueError(f"checkpoint was saved with precision={state.get('precision')!r}, "
+                             f"this TrainStep uses {self.precision!r}: pass "
+                             f"precision={state.get('precision')!r} to resume it")
+        if self.microbatch == "auto":
+            self.micro_batch_size = state.get("micro_batch_size")
+        self.optimizer_steps = int(state.get("optimizer_steps", 0))
+        self.skipped_steps = int(state.get("skipped_steps", 0))
+        if self.scaler is not None and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+
     def __repr__(self) -> str:
         return (f"TrainStep(precision={self.precision!r} ({self.precision_reason}), "
                 f"accumulate={self.accumulate}, micro_batch_size={self.micro_batch_size}, "
