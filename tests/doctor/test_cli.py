@@ -128,3 +128,14 @@ def test_explain_a_doctor_code(run_pitstop: Any) -> None:
 def run_pitstop(pitstop_cli: Any) -> Any:
     """The real CLI in a subprocess (tests/conftest.py's ``pitstop_cli``)."""
     return pitstop_cli
+
+
+def test_python_option_inspects_another_interpreter(run_pitstop: Any, tmp_path: Path) -> None:
+    import sys
+
+    r = run_pitstop("doctor", "--json", "--python", sys.executable, cwd=tmp_path)
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["facts"]["python"]["executable"] == sys.executable
+    r = run_pitstop("doctor", "--python", str(tmp_path / "nope" / "python"), cwd=tmp_path)
+    assert r.returncode == 2 and "--python" in r.stderr

@@ -78,13 +78,15 @@ DOCS = [
        "manual: needs root and a reboot; the graphical session restarts."),
     _d("DR003", "torch-not-installed", "torch is not installed in this Python", "driver", W,
        "Looks for a `torch-*.dist-info` and `torch/version.py` on the Python path of the "
-       "interpreter pitstop runs in, without importing torch.",
+       "interpreter pitstop runs in (or the one given with `--python`), without importing "
+       "torch.",
        "pitstop's runtime parts (bench, profile, tune) and your training need torch; the doctor "
        "also reads the wheel's CUDA version from it.",
        "```\nDR003 warning  torch is not installed in the Python pitstop runs in\n```",
        "Install the CUDA build that matches the driver (the doctor prints the exact index), "
        "e.g.\n```sh\npip install torch --index-url https://download.pytorch.org/whl/cu128\n```\n"
-       "If pitstop lives in another environment than your training, install pitstop there.",
+       "If pitstop lives in another environment than your training, point it there: "
+       "`pitstop doctor --python ~/venv/bin/python`.",
        "manual: pitstop never installs packages; the command changes only the chosen environment."),
     _d("DR004", "cpu-only-torch-on-gpu-machine", "CPU-only torch wheel on a machine with an NVIDIA GPU",
        "driver", P,

@@ -60,6 +60,8 @@ def _data_path(data: str | None, sysroot: str | None) -> str:
                    "to your data).")
 @click.option("--torch", "import_torch", is_flag=True,
               help="Import torch in a subprocess to test CUDA init, cuDNN and threads (+1-3 s).")
+@click.option("--python", "python", metavar="PATH",
+              help="The Python that runs training, if not this one (its torch is inspected).")
 @click.option("--sysroot", metavar="DIR",
               help="Read /sys, /proc, /etc, /dev under DIR (a recorded or fake machine).")
 @click.option("--json", "as_json", is_flag=True,
@@ -72,7 +74,7 @@ def _data_path(data: str | None, sysroot: str | None) -> str:
 @click.option("--io-seconds", type=click.FloatRange(0.4, 60.0), default=3.0, show_default=True,
               hidden=True)
 def doctor(collect: bool, from_file: str | None, data: str | None, io: bool, import_torch: bool,
-           sysroot: str | None, as_json: bool, output: str | None, show_all: bool,
+           python: str | None, sysroot: str | None, as_json: bool, output: str | None, show_all: bool,
            ignore: str | None, io_seconds: float) -> int:
     """Find what on this machine slows PyTorch training, with the exact fix for each.
 
@@ -92,6 +94,7 @@ def doctor(collect: bool, from_file: str | None, data: str | None, io: bool, imp
       pitstop doctor --from node7.json        anywhere else
     """
     _check_args(collect, from_file, sysroot, data, io, import_torch, output, as_json)
+    python = _python(python, sysroot, from_file)
     ignored = _ignored_codes(ignore)
     from pitstop.doctor.facts import collect as collect_facts
     from pitstop.doctor.facts import load_facts
@@ -104,7 +107,7 @@ def doctor(collect: bool, from_file: str | None, data: str | None, io: bool, imp
 
         ctx = ProbeContext(sysroot=Sysroot.of(sysroot), data_path=_data_path(data, sysroot),
                            environ=os.environ, measure_io=io, import_torch=import_torch,
-                           io_seconds=io_seconds)
+                           io_seconds=io_seconds, python=python)
         if (io or import_torch) and sys.stderr.isatty():
             from rich.console import Console
 
@@ -134,6 +137,21 @@ def doctor(collect: bool, from_file: str | None, data: str | None, io: bool, imp
         render_terminal(facts, results, Console(), verbose=show_all)
     wrong = any(r.status in ("warning", "problem") for r in results)
     return EXIT_FINDINGS if wrong else EXIT_OK
+
+
+def _python(python: str | None, sysroot: str | None, from_file: str | None) -> str | None:
+    if python is None:
+        return None
+    if sysroot or from_file:
+        raise UsageError("--python inspects an interpreter on this machine; it cannot be "
+                         "combined with --sysroot or --from")
+    import shutil
+
+    found = shutil.which(python)
+    if found is None:
+        raise UsageError(f"--python {python}: not an executable; pass the path of the "
+                         "interpreter that runs training, e.g. ~/venv/bin/python")
+    return found
 
 
 def _ignored_codes(ignore: str | None) -> set[str]:

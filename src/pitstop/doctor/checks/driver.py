@@ -104,7 +104,8 @@ def torch_installed(facts: Facts) -> Outcome:
     gpus = pci_gpus(facts) or []
     cmd, _ = remedies.torch_cuda_install(None, driver_version(facts)) if gpus else (
         "pip install torch --index-url https://download.pytorch.org/whl/cpu", "")
-    return warning("torch is not installed in the Python pitstop runs in",
+    return warning(f"torch is not installed for {py.get('executable') or 'this Python'} "
+                   "(use --python PATH if training runs in another environment)",
                    Remedy.shell(cmd, "install into the environment that runs training"), **ev)
 
 

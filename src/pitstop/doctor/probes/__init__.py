@@ -35,7 +35,11 @@ class ProbeContext:
     measure_io: bool = False
     import_torch: bool = False
     io_seconds: float = 3.0
+    # The interpreter that runs training, when it is not the one running pitstop.
+    python: str | None = None
     _recorded: dict[str, Any] = field(default_factory=dict)
+    # Values two probes need and that cost a subprocess (e.g. --python's sys.path).
+    cache: dict[str, Any] = field(default_factory=dict)
 
     @property
     def live(self) -> bool:

@@ -26,33 +26,68 @@ CUDA_LIB_DISTS = ("nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
                   "nvidia-cuda-runtime", "nvidia-cublas-cu12", "nvidia-cublas")
 
 
+# Printed by the interpreter under inspection (this one, or --python PATH).
+_DESCRIBE = r"""
+import json, os, sys
+try:
+    libc = os.confstr("CS_GNU_LIBC_VERSION") or ""
+except (ValueError, OSError):
+    libc = ""
+print(json.dumps({
+    "version": ".".join(str(v) for v in sys.version_info[:3]),
+    "implementation": sys.implementation.name,
+    "executable": sys.executable,
+    "glibc": libc.split()[1] if libc.startswith("glibc ") else None,
+    "sys_path": [p for p in sys.path if p],
+    "cwd": os.getcwd(),
+    "os_cpu_count": os.cpu_count(),
+}))
+"""
+
+
+def describe_python(python: str | None) -> dict[str, Any]:
+    """Version, glibc and ``sys.path`` of ``python`` (``None``: this interpreter)."""
+    if python is None:
+        # The very code --python runs in the other interpreter, run here: one definition.
+        scope: dict[str, Any] = {}
+        import contextlib
+        import io
+
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            exec(_DESCRIBE, scope)
+        return dict(json.loads(buf.getvalue()))
+    try:
+        proc = subprocess.run([python, "-c", _DESCRIBE], capture_output=True, text=True,
+                              timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise RuntimeError(f"cannot run --python {python}: {err}") from None
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"--python {python} exited {proc.returncode}: {tail}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
 def probe_python(ctx: ProbeContext) -> dict[str, Any]:
     if not ctx.live:
         rec = ctx.recorded("python")
         if rec is None:
             raise RuntimeError("no pitstop-recorded/python.json in this sysroot")
         return dict(rec)
-    glibc = None
-    try:
-        text = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"
-        if text and text.startswith("glibc "):
-            glibc = text.split()[1]
-    except (ValueError, OSError):
-        pass
-    return {
-        "version": ".".join(str(v) for v in sys.version_info[:3]),
-        "implementation": sys.implementation.name,
-        "executable": sys.executable,
-        "glibc": glibc,
-        "sys_path": [p for p in sys.path if p],
-        "cwd": os.getcwd(),
-        "os_cpu_count": os.cpu_count(),
-    }
+    return _described(ctx)
+
+
+def _described(ctx: ProbeContext) -> dict[str, Any]:
+    if "python" not in ctx.cache:
+        ctx.cache["python"] = describe_python(ctx.python)
+    return dict(ctx.cache["python"])
 
 
 def _site_dirs(ctx: ProbeContext) -> list[Path]:
     if ctx.live:
-        return [Path(p) for p in sys.path if p and os.path.isdir(p)]
+        paths = sys.path if ctx.python is None else _described(ctx)["sys_path"]
+        return [Path(p) for p in paths if p and os.path.isdir(p)]
     rec = ctx.recorded("python") or {}
     return [ctx.sysroot.path(p) for p in rec.get("sys_path", []) if p.startswith("/")]
 
@@ -159,7 +194,7 @@ def probe_torch(ctx: ProbeContext) -> dict[str, Any]:
         name: read_metadata(path)[0] for name, path in sorted(dists.items()) if name != "torch"
     }
     if ctx.import_torch and out["installed"]:
-        out["runtime"] = torch_runtime(sys.executable)
+        out["runtime"] = torch_runtime(ctx.python or sys.executable)
     return out
 
 
