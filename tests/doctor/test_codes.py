@@ -80,3 +80,10 @@ def test_report_schema_rejects_a_warning_without_remedy() -> None:
         jsonschema.validate(doc, REPORT_SCHEMA)
     check["remedy"] = {"kind": "shell", "text": "unset CUDA_LAUNCH_BLOCKING"}
     jsonschema.validate(doc, REPORT_SCHEMA)
+
+
+def test_code_ranges_for_merged_rows() -> None:
+    from pitstop.doctor.report import code_ranges
+
+    assert code_ranges(["DR010", "DR011", "DR012", "DR014", "DR016", "DR017"]) == \
+        "DR010-DR012\nDR014\nDR016\nDR017"

@@ -84,9 +84,27 @@ def _merge_unknowns(rows: list[CheckResult]) -> list[CheckResult]:
         out.append(r)
     for i, r in enumerate(out):
         codes = r.code.split(", ")
-        if len(codes) > 2:
-            out[i] = replace(r, code=f"{codes[0]}..{codes[-1]}\n({len(codes)} checks)")
+        if len(codes) > 1:
+            out[i] = replace(r, code=code_ranges(codes))
     return out
+
+
+def code_ranges(codes: list[str]) -> str:
+    """``DR010 DR011 DR012 DR014`` -> ``"DR010-DR012\nDR014"`` (runs of 3+ become ranges)."""
+    nums = sorted(int(c[2:]) for c in codes)
+    runs: list[list[int]] = []
+    for n in nums:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    parts = []
+    for run in runs:
+        if len(run) >= 3:
+            parts.append(f"DR{run[0]:03d}-DR{run[-1]:03d}")
+        else:
+            parts.extend(f"DR{n:03d}" for n in run)
+    return "\n".join(parts)
 
 
 def render_terminal(facts: dict[str, Any], results: list[CheckResult], console: Any,
