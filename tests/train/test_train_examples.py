@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
-
-from conftest import pitstop_env
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -14,7 +13,9 @@ VENV_BIN = Path(sys.executable).parent
 
 
 def run(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = pitstop_env({"OMP_NUM_THREADS": "1", "PITSTOP_LOADER_CONFIG": ""})
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env.update({"OMP_NUM_THREADS": "1", "PITSTOP_LOADER_CONFIG": "", "PYTHONUNBUFFERED": "1"})
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(key, None)
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -16,6 +16,7 @@ Each setting comes from one of four sources, recorded next to its value in
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import shutil
@@ -32,6 +33,8 @@ from torch.utils.data.distributed import DistributedSampler
 
 from pitstop.sysroot import Sysroot
 from pitstop.train.prefetch import resolve_device
+
+log = logging.getLogger("pitstop.train")
 
 CONFIG_ENV = "PITSTOP_LOADER_CONFIG"
 CONFIG_FILENAME = "pitstop-loader.json"
@@ -368,6 +371,9 @@ def compute_settings(facts: MachineFacts, *, device: torch.device, sample_bytes:
             if fits < workers:
                 old = workers
                 workers = max(0, fits)
+                log.warning("pitstop.train.loader: %d worker(s) instead of %d: one batch "
+                            "(%s) per worker must fit %s", workers, old, _mib(batch_bytes),
+                            budget[1])
                 why += (f"; cut from {old}: one batch ({_mib(batch_bytes)}) per worker must fit "
                         f"{budget[1]}")
                 if workers == 0:
