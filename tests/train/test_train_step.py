@@ -185,6 +185,9 @@ def test_batch_on_another_device_than_the_model() -> None:
     step = TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="fp32")
     with pytest.raises(ValueError, match=r"batch is on cpu but the model is on meta.*to_device"):
         step(*tiny_data(4))
+    x, y = tiny_data(4)
+    with pytest.raises(ValueError, match=r"targets is on cpu but the model is on meta"):
+        step(x.to("meta"), y)
 
 
 def test_optimizer_without_the_models_parameters() -> None:

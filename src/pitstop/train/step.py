@@ -179,7 +179,7 @@ class TrainStep:
 
     def __call__(self, inputs: Any, targets: Any = None) -> torch.Tensor:
         """Forward, backward and optimizer step over the batch; returns the mean loss."""
-        self._check_batch(inputs)
+        self._check_batch(inputs, targets)
         if not self._started:
             # Gradients left over from before (e.g. a sanity-check backward) would be
             # added to the first step's.
@@ -195,17 +195,21 @@ class TrainStep:
         self._optimizer_step()
         return loss
 
-    def _check_batch(self, inputs: Any) -> None:
+    def _check_batch(self, inputs: Any, targets: Any) -> None:
+        """The first tensor of inputs and of targets must be on the model's device."""
         model_device = self._probe.device
-        for t in iter_tensors(inputs):
-            if t.device != model_device:
-                raise ValueError(f"the batch is on {t.device} but the model is on "
+        for what, part in (("batch", inputs), ("targets", targets)):
+            first = next(iter_tensors(part), None)
+            if first is None:
+                if what == "batch":
+                    raise ValueError("the inputs hold no tensor: pass a tensor, or a "
+                                     "tuple/list/dict of tensors")
+                continue
+            if first.device != model_device:
+                raise ValueError(f"the {what} is on {first.device} but the model is on "
                                  f"{model_device}: move the batch with "
                                  f"pitstop.train.to_device(batch, {str(model_device)!r}) or "
                                  f"iterate DevicePrefetcher(loader, {str(model_device)!r})")
-            return
-        raise ValueError("the inputs hold no tensor: pass a tensor, or a tuple/list/dict "
-                         "of tensors")
 
     def _forward_loss(self, inputs: Any, targets: Any) -> torch.Tensor:
         if isinstance(inputs, torch.Tensor):
