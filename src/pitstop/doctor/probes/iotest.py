@@ -10,13 +10,13 @@ that the cache may still have helped.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
-import random
-import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import random
 
 from pitstop.doctor.probes import ProbeContext
 
@@ -64,6 +64,8 @@ def _open(path: str) -> tuple[int, bool]:
 def measure(files: list[tuple[str, int]], block: int, seconds: float,
             rng: random.Random) -> dict[str, Any]:
     """Queue-depth-1 random reads of ``block`` bytes at aligned offsets for ``seconds``."""
+    import mmap
+
     usable = [(p, s) for p, s in files if s >= block]
     if not usable:
         return {"error": f"no file of at least {block} bytes"}
@@ -109,6 +111,8 @@ def measure(files: list[tuple[str, int]], block: int, seconds: float,
 
 
 def _temp_file(directory: str) -> str:
+    import tempfile
+
     fd, path = tempfile.mkstemp(prefix=".pitstop-io-", suffix=".tmp", dir=directory)
     try:
         chunk = os.urandom(1 << 20)
@@ -141,6 +145,8 @@ def run_io_test(data_path: str, seconds: float,
             else:
                 files = [(temp, MIN_BYTES)]
                 out["temp_file"] = True
+        import random
+
         rng = random.Random(0)
         per = max(0.2, seconds / len(BLOCK_SIZES))
         results = []
