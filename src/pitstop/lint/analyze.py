@@ -10,8 +10,16 @@ from dataclasses import dataclass, field
 from pitstop.lint.context import ModuleContext
 from pitstop.lint.model import LintFinding
 
-# Cheap byte-level gate: a file none of whose rules could fire is not even parsed.
+# Cheap byte-level gate: a file that never mentions torch is not even parsed.
 TRIGGERS = (b"torch", b"DataLoader")
+# A parsed file is analysed only if some rule could fire in it: a training step, a loop
+# over something loader-like, a DataLoader, deprecated amp, hand-zeroed gradients,
+# BatchNorm, DataParallel. (Every rule's trigger is in here; the rest is parsed only to
+# report syntax errors.)
+ANALYSIS_GATE = re.compile(
+    r"\.backward\(|\.step\(|_step\(|loader|Loader|\bdl\b|_dl\b|\bdl_|batches|_iter\b|"
+    r"\bamp\b|zero_grad\(|\.zero_\(|BatchNorm|DataParallel"
+)
 NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",
                      re.IGNORECASE)
 

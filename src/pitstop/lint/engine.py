@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pitstop.lint.analyze import (
+    ANALYSIS_GATE,
     LintOptions,
     Selection,
     analyze_tree,
@@ -90,6 +91,8 @@ def lint_text(text: str, path: str, options: LintOptions,
               extra_ignores: tuple[str, ...] = ()) -> FileResult:
     """Lint Python source ``text`` (already decoded). Raises SyntaxError and friends."""
     tree = parse(text, path)
+    if ANALYSIS_GATE.search(text) is None:
+        return FileResult(path, analyzed=False)
     lines = text.splitlines()
     findings, facts, imports = analyze_tree(tree, text, path, options, lines)
     findings = apply_noqa(findings, lines)
@@ -274,7 +277,8 @@ def resolve_program_findings(results: list[FileResult]) -> dict[Path, set[str]]:
             for r in members:
                 facts |= r.facts
             if needs:
-                facts |= sibling_facts(root, True, {Path(r.path).resolve() for r in members})
+                analyzed = {Path(r.path).resolve() for r in members if r.analyzed and not r.skipped}
+                facts |= sibling_facts(root, True, analyzed)
             facts_by_root[root] = facts
             for r in members:
                 r.findings = [f for f in r.findings

@@ -175,3 +175,4 @@ class FileResult:
     facts: frozenset[str] = frozenset()
     imports: frozenset[str] = frozenset()  # top-level module names it imports
     skipped: bool = False  # no torch-related text: not parsed at all
+    analyzed: bool = True  # False: parsed (syntax checked) but no rule could fire
