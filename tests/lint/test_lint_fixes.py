@@ -10,7 +10,7 @@ import pytest
 from lint_helpers import FIXTURES
 
 from pitstop.lint.engine import cpus_usable
-from pitstop.lint.rules.loaders import suggested_workers
+from pitstop.lint.rules._dataloader import suggested_workers
 
 FIX_DIR = FIXTURES / "fixes"
 CASES = sorted(FIX_DIR.glob("*.input.py"))

@@ -1,4 +1,5 @@
-"""The rules of ``pitstop lint``, one module per rule (the DataLoader rules share one).
+"""The rules of ``pitstop lint``, one module per rule (``_dataloader`` and ``_program``
+hold what several rules share).
 
 ``HOT_RULES`` run on every expression that executes once per batch (see
 :mod:`pitstop.lint.context`); ``MODULE_RULES`` run once per module after the walk.
@@ -11,16 +12,20 @@ from collections.abc import Callable
 from pitstop.lint.context import HotRule, ModuleContext
 from pitstop.lint.rules import (
     amp_deprecated,
+    amp_missing,
     conv_bias_bn,
+    cudnn_benchmark,
     dataparallel,
     ddp_no_sync,
     debug_api,
-    loaders,
+    loader_persistent_workers,
+    loader_pin_memory,
+    loader_workers,
     no_grad_eval,
     non_blocking,
-    program,
     sync,
     tensor_on_device,
+    tf32,
     zero_grad,
 )
 
@@ -31,15 +36,15 @@ HOT_RULES: list[tuple[str, HotRule]] = [
 ]
 
 MODULE_RULES: list[tuple[str, Callable[[ModuleContext], None]]] = [
-    (loaders.WORKERS, loaders.check_workers),
-    (loaders.PIN_MEMORY, loaders.check_pin_memory),
-    (loaders.PERSISTENT, loaders.check_persistent),
-    (program.CUDNN, program.check_cudnn),
-    (program.AMP_MISSING, program.check_amp_missing),
+    (loader_workers.CODE, loader_workers.check),
+    (loader_pin_memory.CODE, loader_pin_memory.check),
+    (loader_persistent_workers.CODE, loader_persistent_workers.check),
+    (cudnn_benchmark.CODE, cudnn_benchmark.check),
+    (amp_missing.CODE, amp_missing.check),
     (amp_deprecated.CODE, amp_deprecated.check),
     (zero_grad.CODE, zero_grad.check),
     (ddp_no_sync.CODE, ddp_no_sync.check),
-    (program.TF32, program.check_tf32),
+    (tf32.CODE, tf32.check),
     (no_grad_eval.CODE, no_grad_eval.check),
     (debug_api.CODE, debug_api.check),
     (dataparallel.CODE, dataparallel.check),

@@ -8,7 +8,7 @@ import ast
 from pitstop.lint.astutil import callee_tail, dotted, kwarg, root_name, unwrap_iterable
 from pitstop.lint.context import GPU, ModuleContext, State
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
-from pitstop.lint.rules.loaders import dataloader_calls, pins_memory
+from pitstop.lint.rules._dataloader import dataloader_calls, pins_memory
 
 CODE = "LT008"
 
