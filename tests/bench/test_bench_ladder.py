@@ -181,3 +181,21 @@ def test_ctrl_c_keeps_the_rungs_measured_so_far(tiny: DataSource,
     assert [r.index for r in result.rungs] == [0, 1, 2, 3, 4]
     assert result.rungs[0].measurement is not None and result.rungs[1].measurement is not None
     assert result.rungs[4].status == "interrupted"
+
+
+@pytest.mark.cuda
+def test_cuda_ladder_pins_prefetches_and_autotunes(tiny: DataSource) -> None:
+    """On a GPU: rungs 2 and 3 apply, the prefetcher is used, numbers come after a sync."""
+    workload = make_workload(tiny)
+    workload.device = torch.device("cuda")
+    ctx = probe_context(workload.device, quick=True)
+    result = run_ladder(workload, ctx)
+    rows = {r.name: r for r in result.rungs}
+    assert rows["pinned"].measurement is not None
+    assert rows["pinned"].applied["pin_memory"] is True
+    assert rows["pinned"].applied["device_prefetcher"] is True
+    assert rows["cudnn-benchmark"].measurement is not None
+    assert rows["cudnn-benchmark"].applied["cudnn_benchmark"] is True
+    assert rows["mixed-precision"].applied["precision"] in ("bf16", "fp16")
+    assert torch.backends.cudnn.benchmark is False  # the global switch was put back
+    assert result.ideal is not None and result.ideal.applied["loader"] is None

@@ -294,6 +294,9 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
     out_console.print(report.table(doc, title=title))
     for line in report.reasons(doc):
         out_console.print(escape(line), style="dim", highlight=False)
+    noisy = report.noisy_text(doc)
+    if noisy:
+        out_console.print(escape(noisy), style="yellow", highlight=False)
     ddp_line = report.ddp_text(ddp_record)
     if ddp_line:
         out_console.print(escape(ddp_line), highlight=False)

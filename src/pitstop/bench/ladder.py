@@ -251,6 +251,9 @@ class Trainer:
         self.workload = workload
         self.knobs = knobs
         self.device = workload.device
+        if self.device.type == "cuda" and self.device.index is None:
+            # "cuda" and "cuda:0" compare unequal: name the GPU so batch checks are exact
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self.loss_reads = 0
         self.steps_done = 0
         self._sink = open(os.devnull, "w")  # noqa: SIM115 - closed in close()

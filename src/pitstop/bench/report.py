@@ -319,7 +319,35 @@ def reasons(doc: dict[str, Any]) -> list[str]:
 def _detail_from_row(row: dict[str, Any]) -> str:
     result = RungResult(row["index"], row["name"], row["title"], row["change"], row["status"],
                         applied=row.get("applied") or {})
-    return detail(result) if row["samples_per_s"] else ""
+    if not row["samples_per_s"]:
+        return ""
+    text = detail(result)
+    spread = spread_of(row["samples_per_s"])
+    if spread > NOISY_SPREAD:
+        text = f"{text}, noisy (repeats span {spread:.0%})" if text else \
+            f"noisy (repeats span {spread:.0%})"
+    return text
+
+
+# Repeats spanning more than this share of their median are flagged: another process
+# (or a noisy neighbour on a shared VM) competed for the machine while they ran.
+NOISY_SPREAD = 0.25
+
+
+def spread_of(rate: dict[str, Any]) -> float:
+    return float((rate["max"] - rate["min"]) / rate["median"]) if rate["median"] else 0.0
+
+
+def noisy_text(doc: dict[str, Any]) -> str | None:
+    """A warning when some rungs' repeats disagree a lot (a busy or shared machine)."""
+    rows = [r for r in [*doc["rungs"], doc.get("ideal")]
+            if r and r.get("samples_per_s") and spread_of(r["samples_per_s"]) > NOISY_SPREAD]
+    if not rows:
+        return None
+    names = ", ".join(r["name"] for r in rows)
+    return (f"noisy: the repeats of {names} differ by more than {NOISY_SPREAD:.0%} of their "
+            f"median; something else used this machine's CPUs meanwhile. Compare rungs with "
+            f"care, or rerun on an idle machine (more --repeats helps the median).")
 
 
 def ddp_text(ddp: dict[str, Any] | None) -> str | None:
