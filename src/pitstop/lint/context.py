@@ -293,6 +293,10 @@ class ModuleContext:
         dev = kwarg(node, "device")
         if dev is not None and self.device_kind(dev.value) == GPU and not self.gpu_program:
             self.gpu_program = True
+        for kw in node.keywords:  # Trainer(precision="bf16-mixed"), Accelerator(mixed_precision=)
+            if kw.arg in {"precision", "mixed_precision"} and isinstance(kw.value, ast.Constant) \
+                    and "16" in str(kw.value.value):
+                self.facts.add("reduced_precision")
         if tail in {"to", "bfloat16", "half"} and any(
                 isinstance(a, ast.Attribute) and a.attr in {"bfloat16", "float16", "half"}
                 for a in node.args):
