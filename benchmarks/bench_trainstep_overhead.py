@@ -6,7 +6,7 @@ alternates) so that drifting machine load hits both alike. Each row compares
 TrainStep with the hand-written loop that does the same work (same precision, same
 micro-batch split) and prints the ratio of median step times.
 
-    .venv/bin/python benchmarks/bench_trainstep_overhead.py            # ~1-2 minutes
+    .venv/bin/python benchmarks/bench_trainstep_overhead.py            # ~2-3 minutes
     .venv/bin/python benchmarks/bench_trainstep_overhead.py --quick    # ~20 s
 """
 
@@ -40,8 +40,12 @@ def hand_written(model: torch.nn.Module, opt: torch.optim.Optimizer, precision: 
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
 
     def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if accumulate == 1 and precision == "fp32":  # the plainest loop there is
-            loss = F.cross_entropy(model(x), y)
+        if accumulate == 1:  # the plainest loop there is
+            if precision == "fp32":
+                loss = F.cross_entropy(model(x), y)
+            else:
+                with torch.autocast("cpu", dtype=dtype):
+                    loss = F.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
@@ -109,15 +113,16 @@ def compare(precision: str, accumulate: int, *, batch: int, rounds: int, steps: 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=21)
-    parser.add_argument("--steps", type=int, default=5, help="steps per timed round")
+    parser.add_argument("--rounds", type=int, default=41)
+    parser.add_argument("--steps", type=int, default=2,
+                        help="steps per timed round (short rounds: load drift hits both sides alike)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (1: less noise from other load)")
-    parser.add_argument("--quick", action="store_true", help="7 rounds of 3 steps")
+    parser.add_argument("--quick", action="store_true", help="11 rounds of 1 step")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     if args.quick:
-        args.rounds, args.steps = 7, 3
+        args.rounds, args.steps = 11, 1
     torch.set_num_threads(args.threads)
 
     cases = [("fp32", 1), ("fp32", 4)]

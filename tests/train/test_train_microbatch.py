@@ -13,8 +13,6 @@ from pitstop.train import TrainStep
 from pitstop.train import step as step_module
 from pitstop.train.microbatch import batch_size_of, micro_batches
 
-torch.set_num_threads(1)
-
 
 def budgeted(budget_samples: int, *, in_backward: bool = False) -> OutOfBudget:
     return OutOfBudget(tiny_mlp(), bytes_per_sample=1000, budget=budget_samples * 1000,

@@ -17,8 +17,6 @@ from pitstop.train.precision import (
     cpu_bf16_flags,
 )
 
-torch.set_num_threads(1)
-
 
 def grads_of_one_step(batch: int, accumulate: int, **kw: object) -> list[torch.Tensor]:
     model = tiny_mlp()
