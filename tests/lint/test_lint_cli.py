@@ -165,3 +165,26 @@ def test_pre_commit_hook_file() -> None:
     text = (Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml").read_text()
     assert "id: pitstop-lint" in text and "entry: pitstop lint" in text
     assert "types_or: [python, jupyter]" in text
+
+
+def test_package_flags_count_when_only_train_py_is_linted(pitstop_cli) -> None:
+    train = CORPUS / "package_flags" / "trainer" / "train.py"
+    r = pitstop_cli("lint", str(train), "--format", "json")
+    codes = {i["code"] for i in json.loads(r.stdout)}
+    # cudnn.benchmark and TF32 are set in trainer/setup.py, which was not linted
+    assert "LT006" in codes and not codes & {"LT005", "LT011"}
+
+
+def test_worker_suggestion_uses_local_world_size(tmp_path, pitstop_cli) -> None:
+    from pitstop.lint.engine import cpus_usable
+
+    f = tmp_path / "train.py"
+    f.write_text("import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=8)\n")
+    r = pitstop_cli("lint", str(f), "--format", "json", env={"LOCAL_WORLD_SIZE": "2"})
+    item = json.loads(r.stdout)[0]
+    cpus = cpus_usable()
+    assert item["code"] == "LT002"
+    assert item["evidence"]["local_world_size"] == 2
+    assert item["evidence"]["suggested"] == max(1, cpus // 2 - 1)
+    assert f"num_workers={max(1, cpus // 2 - 1)}" in item["message"]
+    assert "pitstop bench" in item["message"]

@@ -7,6 +7,7 @@ naming the file, and the run goes on.
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
 import re
@@ -133,7 +134,7 @@ def lint_file(path: str, options: LintOptions, extra_ignores: tuple[str, ...] = 
                 data = fh.read()
         except OSError as err:
             reason = err.strerror or str(err)
-            if err.errno == 40:  # ELOOP
+            if err.errno == errno.ELOOP:
                 reason = "symbolic link loop"
             return FileResult(path, diagnostics=[Diagnostic(path, f"cannot read: {reason}")])
         if path.endswith(".ipynb"):
