@@ -20,6 +20,15 @@ ANALYSIS_GATE = re.compile(
     r"\.backward\(|\.step\(|_step\(|loader|Loader|\bdl\b|_dl\b|\bdl_|batches|_iter\b|"
     r"\bamp\b|zero_grad\(|\.zero_\(|BatchNorm|DataParallel"
 )
+# forward() is analysed for tensors created on the CPU and moved: `torch.x(...).to(`.
+FORWARD_GATE = re.compile(r"\)\.(?:to|cuda)\(")
+
+
+def worth_analysing(text: str) -> bool:
+    """Could any rule fire in this text? (Cheap: two regex scans.)"""
+    if ANALYSIS_GATE.search(text) is not None:
+        return True
+    return "def forward" in text and FORWARD_GATE.search(text) is not None
 NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",
                      re.IGNORECASE)
 

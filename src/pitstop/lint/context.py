@@ -91,11 +91,13 @@ class HotLoop:
     """A loop whose body runs once per batch."""
 
     node: ast.AST
-    kind: str  # "train" or "eval"
+    kind: str  # "train", "eval", or "forward" (a module's forward(): once per batch)
     line: int
 
     @property
     def describe(self) -> str:
+        if self.kind == "forward":
+            return f"`forward` (line {self.line}), which runs once per batch"
         what = "training" if self.kind == "train" else "evaluation"
         return f"the {what} loop at line {self.line}"
 
@@ -830,10 +832,11 @@ class ModuleContext:
     def could_have_hot_loops(self) -> bool:
         """A cheap test before the walk: a loop can only be hot if something steps an
         optimizer / calls backward, a loop iterates a loader, or a Lightning hook exists."""
-        if not self.loops and not any(n in self.functions for n in LIGHTNING_HOOKS):
-            return False
-        if any(n in self.functions for n in LIGHTNING_HOOKS):
+        if any(n in self.functions for n in LIGHTNING_HOOKS) or (
+                "forward" in self.functions and self.module_classes):
             return True
+        if not self.loops:
+            return False
         if any(self.is_optimizer_step(c) for c in self.calls):
             return True
         return any(isinstance(loop, (ast.For, ast.AsyncFor)) and self.is_loaderish(loop.iter)
@@ -849,9 +852,19 @@ class ModuleContext:
         for fns in self.functions.values():
             for fn in fns:
                 hook = LIGHTNING_HOOKS.get(fn.name)
+                cls = self.class_of.get(fn)
+                if fn.name == "forward" and cls is not None and cls.name in self.module_classes:
+                    # forward() runs once per batch. Its arguments' devices are unknown, so
+                    # only rules that do not depend on them look at it (tensor-on-device).
+                    env = dict(global_env)
+                    if cls not in class_env:
+                        class_env[cls] = self._class_env(cls)
+                    env.update(class_env[cls])
+                    hot = HotLoop(fn, "forward", fn.lineno)
+                    self.walk_body(fn.body, State(hot=hot, env=env, func=fn))
+                    continue
                 if fn not in self.funcs_with_loops and not hook:
                     continue  # no loop of its own: walked only when a hot loop calls it
-                cls = self.class_of.get(fn)
                 env = dict(global_env)
                 if cls is not None:
                     if cls not in class_env:

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pitstop.lint.analyze import (
-    ANALYSIS_GATE,
     LintOptions,
     Selection,
     analyze_tree,
     apply_noqa,
     mentions_torch,
     parse,
+    worth_analysing,
 )
 from pitstop.lint.discover import SourceFile
 from pitstop.lint.model import Diagnostic, FileResult, LintFinding
@@ -92,7 +92,7 @@ def lint_text(text: str, path: str, options: LintOptions,
               extra_ignores: tuple[str, ...] = ()) -> FileResult:
     """Lint Python source ``text`` (already decoded). Raises SyntaxError and friends."""
     tree = parse(text, path)
-    if ANALYSIS_GATE.search(text) is None:
+    if not worth_analysing(text):
         return FileResult(path, analyzed=False)
     lines = text.splitlines()
     findings, facts, imports = analyze_tree(tree, text, path, options, lines)

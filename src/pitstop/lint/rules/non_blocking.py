@@ -36,7 +36,7 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     tail = node.func.attr
     if tail not in {"to", "cuda"}:
         return
-    if root_name(node.func.value) not in st.batch:
+    if root_name(node.func.value) not in st.batch or (st.hot and st.hot.kind == "forward"):
         return
     if tail == "to":
         dev = kwarg(node, "device")

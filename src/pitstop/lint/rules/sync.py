@@ -29,6 +29,8 @@ def _report(ctx: ModuleContext, node: ast.AST, st: State, what: str, sync: str) 
 
 
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
+    if st.hot is not None and st.hot.kind == "forward":
+        return  # the devices of forward()'s arguments are unknown: no guessing
     if isinstance(node, (ast.If, ast.While, ast.Assert)):
         test = node.test
         word = {ast.If: "`if`", ast.While: "`while`", ast.Assert: "`assert`"}[type(node)]
