@@ -9,11 +9,11 @@ from pitstop.doctor import data
 from pitstop.doctor.checks import all_checks
 from pitstop.doctor.codes import DOCTOR_DOCS
 from pitstop.findings import get_doc
+from pitstop.system.settings import SETTING_NAMES
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "pitstop" / "doctor"
-# Setting names of `pitstop system apply --only NAME` (.notes/contracts.md).
-SYSTEM_SETTINGS = {"governor", "energy-preference", "boost", "min-perf-pct", "cstate-latency",
-                   "gpu-persistence", "gpu-power-limit", "swappiness", "thp", "readahead", "shm"}
+# Setting names of `pitstop system apply --only NAME`, from pitstop system itself.
+SYSTEM_SETTINGS = set(SETTING_NAMES)
 
 
 def test_every_check_has_a_documented_code_and_back() -> None:

@@ -424,7 +424,8 @@ DOCS = [
        "allocations on direct compaction.",
        "```\ntransparent hugepages disabled (enabled=never)\n```",
        "```sh\necho madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled\n"
-       "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/defrag\n```\n" + _SA.format("thp"),
+       "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/defrag\n```\n"
+       + _SA.format("thp") + " It sets `enabled` only; set `defrag` by hand.",
        "safe: madvise only gives hugepages to programs that ask for them."),
     _d("DR055", "memlock-limit-with-rdma", "Locked-memory limit too low for RDMA (NCCL over InfiniBand/RoCE)",
        "memory", W,

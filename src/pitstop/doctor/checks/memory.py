@@ -134,16 +134,19 @@ def transparent_hugepages(facts: Facts) -> Outcome:
     if enabled is None:
         raise CannotCheck("/sys/kernel/mm/transparent_hugepage is not exposed")
     ev = {"thp_enabled": enabled, "thp_defrag": defrag}
-    fix = Remedy.shell("echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled\n"
-                       "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/defrag\n"
-                       + remedies.system_apply("thp"), "resets at reboot")
+    thp = "/sys/kernel/mm/transparent_hugepage"
     if enabled == "never":
         return warning("transparent hugepages disabled: large host tensors and pinned buffers "
                        "use 4 KiB pages (more TLB misses); PyTorch's THP_MEM_ALLOC_ENABLE=1 "
-                       "cannot work", fix, **ev)
+                       "cannot work",
+                       Remedy.shell(f"echo madvise | sudo tee {thp}/enabled\n"
+                                    + remedies.system_apply("thp"), "resets at reboot"), **ev)
     if defrag == "always":
+        # `pitstop system apply --only thp` manages `enabled` only, so it is not named here.
         return warning("THP defrag=always: allocations stall for direct compaction (latency "
-                       "spikes in workers)", fix, **ev)
+                       "spikes in workers)",
+                       Remedy.shell(f"echo madvise | sudo tee {thp}/defrag", "resets at reboot"),
+                       **ev)
     return ok(f"transparent hugepages {enabled}, defrag {defrag}", **ev)
 
 
