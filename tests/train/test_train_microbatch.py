@@ -10,7 +10,6 @@ import torch
 from _train_helpers import OutOfBudget, capture_grads, tiny_data, tiny_mlp
 
 from pitstop.train import TrainStep
-from pitstop.train import step as step_module
 from pitstop.train.microbatch import batch_size_of, micro_batches
 
 
@@ -85,11 +84,11 @@ def test_clear_error_when_even_one_sample_does_not_fit() -> None:
     assert all(p.grad is None for p in model.parameters())
 
 
-def test_fp16_scaler_survives_the_retry(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(step_module, "_CPU_FP16_ALLOWED", True)
+def test_fp16_scaler_survives_the_retry() -> None:
     model = budgeted(16)
     opt = torch.optim.SGD(model.parameters(), lr=0.3)
-    step = TrainStep(model, opt, precision="fp16", microbatch="auto", clip_grad_norm=5.0)
+    step = TrainStep(model, opt, precision="fp16", microbatch="auto", clip_grad_norm=5.0,
+                     allow_fp16_on_cpu=True)
     x, y = tiny_data(64)
     losses = [step(x, y).item() for _ in range(5)]
     assert step.micro_batch_size == 16

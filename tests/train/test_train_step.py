@@ -10,7 +10,6 @@ import torch.nn as nn
 from _train_helpers import capture_grads, tiny_data, tiny_mlp
 
 from pitstop.train import TrainStep
-from pitstop.train import step as step_module
 from pitstop.train.precision import (
     choose_cpu_precision,
     choose_cuda_precision,
@@ -96,10 +95,10 @@ def test_dict_and_tuple_inputs_reach_the_model_as_keywords_and_positionals() -> 
     assert l2.item() < l1.item()  # it learns from both call styles
 
 
-def loss_trajectory(precision: str, steps: int = 25) -> list[float]:
+def loss_trajectory(precision: str, steps: int = 25, **kw: object) -> list[float]:
     model = tiny_mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.3)
-    step = TrainStep(model, opt, precision=precision, accumulate=2)  # type: ignore[arg-type]
+    step = TrainStep(model, opt, precision=precision, accumulate=2, **kw)  # type: ignore[arg-type]
     x, y = tiny_data(64)
     return [step(x, y).item() for _ in range(steps)]
 
@@ -112,22 +111,21 @@ def test_bf16_trains_like_fp32() -> None:
         assert b == pytest.approx(a, abs=0.03, rel=0.03)
 
 
-def test_fp16_with_grad_scaler_trains_like_fp32(monkeypatch: pytest.MonkeyPatch) -> None:
-    # fp16 is refused on CPU for users; the scaler path itself is exercised here with
-    # CPU fp16 autocast and a real torch.amp.GradScaler("cpu").
-    monkeypatch.setattr(step_module, "_CPU_FP16_ALLOWED", True)
+def test_fp16_with_grad_scaler_trains_like_fp32() -> None:
+    # fp16 is refused on CPU unless asked for: the scaler path itself is exercised here
+    # with CPU fp16 autocast and a real torch.amp.GradScaler("cpu").
     fp32 = loss_trajectory("fp32")
-    fp16 = loss_trajectory("fp16")
+    fp16 = loss_trajectory("fp16", allow_fp16_on_cpu=True)
     for a, b in zip(fp32, fp16, strict=True):
         assert b == pytest.approx(a, abs=0.02, rel=0.02)
 
 
-def test_fp16_skips_step_on_inf_gradients_and_holds_the_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(step_module, "_CPU_FP16_ALLOWED", True)
+def test_fp16_skips_step_on_inf_gradients_and_holds_the_scheduler() -> None:
     model = tiny_mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
-    step = TrainStep(model, opt, precision="fp16", scheduler=sched, clip_grad_norm=1.0)
+    step = TrainStep(model, opt, precision="fp16", scheduler=sched, clip_grad_norm=1.0,
+                     allow_fp16_on_cpu=True)
     assert step.scaler is not None
     x, y = tiny_data(8)
     step(x, y)
@@ -145,6 +143,34 @@ def test_fp16_skips_step_on_inf_gradients_and_holds_the_scheduler(monkeypatch: p
     assert all(p.grad is None for p in model.parameters())
     step(x, y)
     assert step.optimizer_steps == 2 and not step.last_step_skipped
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "AdamW"])
+def test_fp16_with_a_fused_optimizer_counts_device_side_skips(optimizer: str) -> None:
+    # A fused optimizer takes the GradScaler's inf flag and skips on the device (its
+    # step() is still called), so a skip cannot be seen by whether step() ran.
+    model = tiny_mlp()
+    opt = getattr(torch.optim, optimizer)(model.parameters(), lr=0.1, fused=True)
+    assert getattr(opt, "_step_supports_amp_scaling", False)  # the path under test
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    step = TrainStep(model, opt, precision="fp16", scheduler=sched, clip_grad_norm=1.0,
+                     allow_fp16_on_cpu=True)
+    x, y = tiny_data(8)
+    step(x, y)
+    assert not step.last_step_skipped and step.optimizer_steps == 1
+    before = [p.detach().clone() for p in model.parameters()]
+    bad = x.clone()
+    bad[0, 0] = float("inf")
+    step(bad, y)
+    for p, b in zip(model.parameters(), before, strict=True):
+        assert torch.equal(p.detach(), b)  # the device-side skip held the parameters
+    assert step.last_step_skipped
+    assert step.skipped_steps == 1 and step.optimizer_steps == 1
+    step(x, y)
+    step(bad, y)
+    assert step.skipped_steps == 2 and step.optimizer_steps == 2 and step.last_step_skipped
+    assert sched.last_epoch == 4  # known only on the device: the scheduler advanced each call
+    assert step.state_dict()["skipped_steps"] == 2
 
 
 def test_auto_precision_is_a_checked_choice() -> None:
@@ -203,7 +229,7 @@ def test_accumulate_below_one(bad: object) -> None:
 
 def test_fp16_on_cpu_names_the_fix() -> None:
     model = tiny_mlp()
-    with pytest.raises(ValueError, match=r"fp16.*needs a CUDA GPU.*'bf16'.*'fp32'"):
+    with pytest.raises(ValueError, match=r"fp16.*needs a CUDA GPU.*'bf16'.*'fp32'.*allow_fp16_on_cpu"):
         TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="fp16")
 
 
@@ -220,11 +246,10 @@ def test_other_bad_arguments() -> None:
         TrainStep(model, opt, precision="fp32")("not a tensor", None)
 
 
-def test_state_dict_resumes_scaler_and_micro_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(step_module, "_CPU_FP16_ALLOWED", True)
+def test_state_dict_resumes_scaler_and_micro_batch() -> None:
     model = tiny_mlp()
     step = TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="fp16",
-                     microbatch="auto", accumulate=2)
+                     microbatch="auto", accumulate=2, allow_fp16_on_cpu=True)
     x, y = tiny_data(16)
     bad = x.clone()
     bad[0, 0] = float("inf")
@@ -232,7 +257,7 @@ def test_state_dict_resumes_scaler_and_micro_batch(monkeypatch: pytest.MonkeyPat
     step(bad, y)  # lowers the loss scale
     saved = step.state_dict()
     fresh = TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="fp16",
-                      microbatch="auto")
+                      microbatch="auto", allow_fp16_on_cpu=True)
     fresh.load_state_dict(saved)
     assert fresh.scaler is not None and step.scaler is not None
     assert fresh.scaler.get_scale() == step.scaler.get_scale() < 65536.0

@@ -9,8 +9,10 @@ clipping), steps the optimizer and the scheduler, and frees the gradients
 (``zero_grad(set_to_none=True)``). The loss comes back as a detached device tensor:
 reading it (``.item()``) is a host-device sync, so do that only when logging.
 
-Nothing in a call waits for the device unless the configuration needs it: the fp16
-GradScaler reads its inf check on the host to decide whether to step, and
+Nothing in a call waits for the device unless the configuration needs it: with fp16
+and an ordinary optimizer the GradScaler reads its inf check on the host to decide
+whether to step (a fused optimizer, ``fused=True`` on Adam/AdamW/SGD, takes that
+decision on the device instead, so fp16 is sync-free with one), and
 ``microbatch="auto"`` under DDP reads one agreement flag per step.
 """
 
@@ -31,10 +33,6 @@ from pitstop.train.precision import DTYPES, PRECISIONS, choose_precision
 from pitstop.train.prefetch import iter_tensors
 
 log = logging.getLogger("pitstop.train")
-
-# fp16 on CPU is refused (slow, and loss scaling buys nothing there). The test suite
-# flips this to exercise the GradScaler path on machines without a GPU.
-_CPU_FP16_ALLOWED = False
 
 Precision = Literal["auto", "bf16", "fp16", "fp32"]
 
@@ -72,6 +70,21 @@ def _without_grad_sync(model: torch.nn.Module) -> Iterator[None]:
         yield
 
 
+class _StepCounter:
+    """Optimizer step post-hook: counts ``optimizer.step()`` calls and keeps the inf
+    flag a GradScaler hands to a fused optimizer (``optimizer.found_inf``, set only
+    for the duration of that step), with which the optimizer skips on the device."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.found_inf: torch.Tensor | None = None
+
+    def __call__(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self.calls += 1
+        found_inf = getattr(optimizer, "found_inf", None)
+        self.found_inf = found_inf if isinstance(found_inf, torch.Tensor) else None
+
+
 class TrainStep:
     """One optimizer step per call over a whole batch.
 
@@ -88,6 +101,10 @@ class TrainStep:
         scheduler: an LR scheduler stepped after each optimizer step that was taken.
         microbatch: ``"auto"`` halves the micro-batch on out-of-memory (all ranks
             agree under DDP) and retries, keeping the effective batch.
+        allow_fp16_on_cpu: run ``precision="fp16"`` (float16 autocast and a
+            ``GradScaler("cpu")``) on a CPU instead of refusing it. It is slow there and
+            buys nothing for real training; it exists to test or study the fp16 path on
+            a machine without a GPU.
 
     A call ``step(inputs, targets)`` passes ``inputs`` to the model as ``model(inputs)``
     for a tensor, ``model(*inputs)`` for a tuple/list and ``model(**inputs)`` for a
@@ -98,7 +115,8 @@ class TrainStep:
                  loss_fn: Callable[..., torch.Tensor] = F.cross_entropy,
                  precision: Precision = "auto", accumulate: int = 1,
                  clip_grad_norm: float | None = None, scheduler: Any = None,
-                 microbatch: Literal["auto"] | None = None) -> None:
+                 microbatch: Literal["auto"] | None = None,
+                 allow_fp16_on_cpu: bool = False) -> None:
         if not isinstance(model, torch.nn.Module):
             raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -145,10 +163,11 @@ class TrainStep:
             self.precision, self.precision_reason = choice.precision, choice.why
         else:
             self.precision, self.precision_reason = precision, "requested"
-        if self.precision == "fp16" and self.device.type == "cpu" and not _CPU_FP16_ALLOWED:
+        if self.precision == "fp16" and self.device.type == "cpu" and not allow_fp16_on_cpu:
             raise ValueError("precision='fp16' needs a CUDA GPU (on CPU fp16 is slow and loss "
                              "scaling buys nothing): use precision='bf16' on a CPU with "
-                             "avx512_bf16/amx_bf16, else 'fp32' (or 'auto' to pick)")
+                             "avx512_bf16/amx_bf16, else 'fp32' (or 'auto' to pick); "
+                             "allow_fp16_on_cpu=True runs it anyway, to test the fp16 path")
         self.dtype = DTYPES[self.precision]
         self.scaler: torch.amp.GradScaler | None = (
             torch.amp.GradScaler(self.device.type) if self.precision == "fp16" else None)
@@ -160,20 +179,18 @@ class TrainStep:
 
         #: current micro-batch size (samples); None before the first call
         self.micro_batch_size: int | None = None
-        #: optimizer steps taken / skipped by the fp16 GradScaler (inf/nan gradients)
-        self.optimizer_steps = 0
-        self.skipped_steps = 0
         #: the total gradient norm before clipping, as a device tensor (when clipping)
         self.last_grad_norm: torch.Tensor | None = None
-        self._taken = [0]  # optimizer.step() calls actually made, counted by a hook
-        taken = self._taken
-
-        def count_step(*_args: Any) -> None:
-            taken[0] += 1
-
-        self._hook = optimizer.register_step_post_hook(count_step)
+        self._counter = _StepCounter()
+        self._hook = optimizer.register_step_post_hook(self._counter)
         self._started = False
-        self._last_skipped = False
+        # Step counts known on the host: optimizer.step() calls made, and steps the
+        # GradScaler skipped by not calling it. A fused optimizer skips on the device
+        # instead: those skips are summed on the device and read only when asked for.
+        self._step_calls = 0
+        self._host_skips = 0
+        self._device_skips: torch.Tensor | None = None
+        self._last_skipped: bool | torch.Tensor = False
 
     # ------------------------------------------------------------------ call
 
@@ -310,7 +327,8 @@ class TrainStep:
             micro = new
 
     def _optimizer_step(self) -> None:
-        taken_before = self._taken[0]
+        calls_before = self._counter.calls
+        self._counter.found_inf = None
         if self.scaler is not None:
             if self.clip_grad_norm is not None:
                 self.scaler.unscale_(self.optimizer)
@@ -321,16 +339,29 @@ class TrainStep:
             if self.clip_grad_norm is not None:
                 self.last_grad_norm = self._clip()
             self.optimizer.step()
-        stepped = self._taken[0] > taken_before
-        self._last_skipped = not stepped
-        if stepped:
-            self.optimizer_steps += 1
+        if self._counter.calls == calls_before:
+            # The GradScaler read its inf check on the host and did not call step().
+            self._host_skips += 1
+            self._last_skipped = True
+            log.info("pitstop.train: optimizer step skipped by the GradScaler (inf/nan "
+                     "gradients; loss scale lowered); %d skipped on the host so far",
+                     self._host_skips)
+        else:
+            self._step_calls += 1
+            found_inf = self._counter.found_inf
+            if found_inf is None:
+                self._last_skipped = False
+            else:
+                # A fused optimizer got the inf flag and skipped (or not) on the device:
+                # count it there; reading the count later is the only sync.
+                flag = found_inf.detach().reshape(()).float()
+                self._last_skipped = flag
+                self._device_skips = (flag.clone() if self._device_skips is None
+                                      else self._device_skips.add_(flag))
+            # Under a fused optimizer a skip is not known on the host without a sync,
+            # so the scheduler advances on such a step too (as in PyTorch's AMP recipe).
             if self.scheduler is not None:
                 self.scheduler.step()
-        else:
-            self.skipped_steps += 1
-            log.info("pitstop.train: optimizer step skipped by the GradScaler (inf/nan "
-                     "gradients; loss scale lowered); %d skipped so far", self.skipped_steps)
         self.optimizer.zero_grad(set_to_none=True)
 
     def _clip(self) -> torch.Tensor:
@@ -340,10 +371,31 @@ class TrainStep:
             return fsdp_clip(self.clip_grad_norm)
         return torch.nn.utils.clip_grad_norm_(self.params, self.clip_grad_norm)
 
+    def _device_skip_count(self) -> int:
+        return 0 if self._device_skips is None else int(self._device_skips.item())
+
+    @property
+    def optimizer_steps(self) -> int:
+        """Optimizer steps taken (not skipped by the fp16 GradScaler).
+
+        With a fused optimizer under fp16 this reads a count kept on the device: a
+        host-device sync, so read it when logging, not every step."""
+        return self._step_calls - self._device_skip_count()
+
+    @property
+    def skipped_steps(self) -> int:
+        """Optimizer steps the fp16 GradScaler skipped (inf/nan gradients).
+
+        With a fused optimizer under fp16 this reads a count kept on the device: a
+        host-device sync, so read it when logging, not every step."""
+        return self._host_skips + self._device_skip_count()
+
     @property
     def last_step_skipped(self) -> bool:
-        """Whether the GradScaler skipped the most recent optimizer step."""
-        return self._last_skipped
+        """Whether the GradScaler skipped the most recent optimizer step (a sync with a
+        fused optimizer under fp16, where the skip is decided on the device)."""
+        last = self._last_skipped
+        return bool(last.item()) if isinstance(last, torch.Tensor) else last
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint needs to resume this step exactly: the GradScaler's scale
@@ -360,8 +412,9 @@ class TrainStep:
                              f"precision={state.get('precision')!r} to resume it")
         if self.microbatch == "auto":
             self.micro_batch_size = state.get("micro_batch_size")
-        self.optimizer_steps = int(state.get("optimizer_steps", 0))
-        self.skipped_steps = int(state.get("skipped_steps", 0))
+        self._step_calls = int(state.get("optimizer_steps", 0))
+        self._host_skips = int(state.get("skipped_steps", 0))
+        self._device_skips = None
         if self.scaler is not None and state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
 
