@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -30,26 +31,53 @@ def cuda_batch(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     return x.cuda(), y.cuda()
 
 
-@pytest.mark.parametrize("microbatch", [None, "auto"])
-def test_trainstep_call_never_waits_for_the_gpu(microbatch: str | None) -> None:
+# (precision, optimizer, microbatch): every per-step path TrainStep has on one GPU.
+# fp16 is checked with a fused optimizer, which takes the GradScaler's inf flag on the
+# device; with an unfused one the scaler itself reads the flag on the host (a sync
+# PyTorch's GradScaler.step makes, documented in TrainStep).
+SYNC_FREE_CONFIGS = [
+    ("bf16", "foreach", None),
+    ("bf16", "foreach", "auto"),
+    ("fp32", "foreach", None),
+    ("fp16", "fused", None),
+    ("fp16", "fused", "auto"),
+]
+
+
+@pytest.mark.parametrize(("precision", "kind", "microbatch"), SYNC_FREE_CONFIGS)
+def test_trainstep_call_never_waits_for_the_gpu(precision: str, kind: str,
+                                                microbatch: str | None) -> None:
     model = tiny_mlp().cuda()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=kind == "fused",
+                            foreach=True if kind == "foreach" else None)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2)
-    step = TrainStep(model, opt, precision="bf16", accumulate=2, clip_grad_norm=1.0,
-                     scheduler=sched, microbatch=microbatch)  # type: ignore[arg-type]
+    step = TrainStep(model, opt, precision=precision, accumulate=2,
+                     clip_grad_norm=1.0, scheduler=sched, microbatch=microbatch)
     metrics = Metrics("cuda")
     x, y = cuda_batch(32)
-    step(x, y)  # first call: lazy state (optimizer moments) outside the check
+    bad = x.clone()
+    bad[0, 0] = float("inf")
+    step(x, y)  # first call: lazy state (optimizer moments, scaler) outside the check
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        for _ in range(3):
-            loss = step(x, y)
-            metrics.update("loss", loss, n=32)
+        # An inf input makes the fp16 scaler skip a step (without a scaler it would
+        # poison the weights, so only fp16 gets it).
+        for batch in ((x, bad, x) if precision == "fp16" else (x, x, x)):
+            loss = step(batch, y)
+            if batch is x:
+                metrics.update("loss", loss, n=32)
+        # The check is live: a real sync in the same mode raises.
+        with pytest.raises(RuntimeError, match="synchroniz"):
+            loss.item()
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert loss.is_cuda and not loss.requires_grad
     assert metrics.compute()["loss"] > 0  # the one sync, outside the step
+    if precision == "fp16":
+        assert step.skipped_steps == 1 and step.optimizer_steps == 3
+    else:
+        assert step.skipped_steps == 0 and step.optimizer_steps == 4
 
 
 def test_auto_precision_on_this_gpu() -> None:
@@ -63,7 +91,7 @@ def test_auto_precision_on_this_gpu() -> None:
 def trajectory(precision: str) -> list[float]:
     model = tiny_mlp().cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.3)
-    step = TrainStep(model, opt, precision=precision, accumulate=2)  # type: ignore[arg-type]
+    step = TrainStep(model, opt, precision=precision, accumulate=2)
     x, y = cuda_batch(64)
     return [step(x, y).item() for _ in range(25)]
 
@@ -82,7 +110,8 @@ def test_fp16_and_bf16_train_like_fp32_on_gpu() -> None:
 
 
 def test_pinned_batches_copy_without_blocking_and_pageable_ones_block(sync_errors: None) -> None:
-    pinned = {"x": torch.randn(64, 64).pin_memory(), "y": [torch.arange(4).pin_memory()]}
+    pinned: dict[str, Any] = {"x": torch.randn(64, 64).pin_memory(),
+                              "y": [torch.arange(4).pin_memory()]}
     moved = to_device(pinned, "cuda")  # non_blocking: no sync, so no error here
     pageable = torch.randn(64, 64)
     with pytest.raises(RuntimeError, match="synchroniz"):
@@ -91,7 +120,7 @@ def test_pinned_batches_copy_without_blocking_and_pageable_ones_block(sync_error
     assert torch.equal(moved["x"].cpu(), pinned["x"]) and moved["y"][0].is_cuda
 
 
-def test_prefetcher_overlaps_copies_and_keeps_every_batch_intact() -> None:
+def test_prefetcher_with_the_tuned_loader_keeps_every_batch_intact() -> None:
     n, width = 48, 1 << 16
     data = torch.arange(n, dtype=torch.float32)[:, None].expand(n, width).contiguous()
     dl = loader(TensorDataset(data, torch.arange(n)), 4, shuffle=False, device="cuda", num_workers=0)
@@ -108,6 +137,33 @@ def test_prefetcher_overlaps_copies_and_keeps_every_batch_intact() -> None:
     expected = torch.arange(n, dtype=torch.float32) * width
     assert torch.equal(got, expected)
     assert torch.cat(labels).cpu().tolist() == list(range(n))
+
+
+def test_compute_stream_waits_for_the_side_stream_copy() -> None:
+    # A 256 MiB copy from pinned memory takes milliseconds; the compute stream is idle
+    # and reads the batch microseconds after it is handed out. Without wait_stream the
+    # read would see a half-written batch. One batch per prefetcher, so no allocation
+    # (which may serialize streams) falls between the copy and the read.
+    torch.ones(8, device="cuda").aminmax()  # cache the small result blocks on the compute stream
+    for value in (1.0, 2.0, 3.0):
+        host = torch.full((64 * 2**20,), value).pin_memory()
+        torch.cuda.synchronize()
+        lo_hi = [torch.stack(x.aminmax()) for x in DevicePrefetcher([host], "cuda")]
+        assert lo_hi[0].tolist() == [value, value]
+
+
+def test_batch_memory_is_not_reused_while_the_compute_stream_still_reads_it() -> None:
+    # The compute stream runs ~10 ms behind the host (a spin kernel before each read),
+    # so by the time it reads batch i the host has handed out batch i+1 and dropped
+    # batch i. Without record_stream the allocator would give batch i's memory to the
+    # side-stream copy of batch i+2 or i+3 at once, and the read would see its values.
+    batches = [torch.full((4 * 2**20,), float(k + 1)).pin_memory() for k in range(8)]
+    torch.cuda.synchronize()
+    seen = []
+    for x in DevicePrefetcher(batches, "cuda"):
+        torch.cuda._sleep(20_000_000)  # ~10 ms of GPU clock cycles on the compute stream
+        seen.append(torch.stack(x.aminmax()))
+    assert [t.tolist() for t in seen] == [[k + 1.0, k + 1.0] for k in range(8)]
 
 
 def test_auto_microbatch_survives_a_real_cuda_oom() -> None:
