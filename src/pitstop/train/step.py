@@ -359,7 +359,7 @@ class TrainStep:
                 self._device_skips = (flag.clone() if self._device_skips is None
                                       else self._device_skips.add_(flag))
             # Under a fused optimizer a skip is not known on the host without a sync,
-            # so the scheduler advances on such a step too (as in PyTorch's AMP recipe).
+            # so the scheduler advances on such a step too.
             if self.scheduler is not None:
                 self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
