@@ -14,6 +14,8 @@ from pitstop.doctor.facts import collect
 from pitstop.doctor.probes import ProbeContext, cpu, environment, gpu, iotest, memory, storage
 from pitstop.doctor.probes.platform import parse_os_release
 from pitstop.doctor.probes.python import _pins, parse_torch_version_py, torch_runtime
+from pitstop.hostinfo.kernel_text import menu_choice, parse_meminfo, parse_size
+from pitstop.hostinfo.mounts import mount_for, parse_mountinfo
 from pitstop.sysroot import Sysroot
 
 gen = load_generator()
@@ -26,11 +28,11 @@ def ctx_for(root: Path, data: str = "/data") -> ProbeContext:
 def test_parsers() -> None:
     assert cpu.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
     assert cpu.parse_cpu_list("") == []
-    assert memory.bracketed("always [madvise] never") == "madvise"
-    assert memory.parse_size("65536k") == 64 << 20
-    assert memory.parse_size("8g") == 8 << 30
-    assert memory.parse_size("50%") is None
-    mi = memory.parse_meminfo("MemTotal:  16 kB\nHugePages_Total: 4\n")
+    assert menu_choice("always [madvise] never") == "madvise"
+    assert parse_size("65536k") == 64 << 20
+    assert parse_size("8g") == 8 << 30
+    assert parse_size("50%") is None
+    mi = parse_meminfo("MemTotal:  16 kB\nHugePages_Total: 4\n")
     assert mi == {"MemTotal": 16384, "HugePages_Total": 4}
     assert gpu.link_gen("16.0 GT/s PCIe") == 4 and gpu.link_gen("8.0 GT/s") == 3
     assert gpu.link_gen("Unknown") is None
@@ -52,15 +54,19 @@ def test_torch_version_py_and_pins() -> None:
 
 
 def test_mountinfo_escapes_and_longest_prefix() -> None:
-    mounts = storage.parse_mountinfo(
+    mounts = parse_mountinfo(
         "27 1 254:0 / / rw - ext4 /dev/vda rw\n"
         "30 27 0:50 / /mnt/my\\040data rw - fuse.sshfs u@h:/d rw\n"
         "31 27 0:51 / /mnt rw - nfs4 srv:/x rw\n")
-    assert mounts[1]["mountpoint"] == "/mnt/my data"
-    assert storage.mount_of(mounts, "/mnt/my data/train")["fstype"] == "fuse.sshfs"
-    assert storage.mount_of(mounts, "/mnt/other")["fstype"] == "nfs4"
-    assert storage.mount_of(mounts, "/mnt")["fstype"] == "nfs4"
-    assert storage.mount_of(mounts, "/home")["fstype"] == "ext4"
+    assert mounts[1].mount_point == "/mnt/my data"
+
+    def fstype(path: str) -> str | None:
+        m = mount_for(path, mounts)
+        return m.fstype if m else None
+
+    assert fstype("/mnt/my data/train") == "fuse.sshfs"
+    assert fstype("/mnt/other") == "nfs4" and fstype("/mnt") == "nfs4"
+    assert fstype("/home") == "ext4"
 
 
 @pytest.mark.parametrize(("path", "name", "kind"), [

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pitstop.hostinfo.kernel_text import menu_choice, parse_size
+from pitstop.hostinfo.mounts import mount_for, parse_mountinfo
 from pitstop.sysroot import Sysroot
 from pitstop.system.actions import FileWrite, RunCommand
-from pitstop.system.machine import mount_for, parse_mountinfo
 from pitstop.system.settings import (
     SETTING_NAMES,
     Machine,
     Status,
-    _menu_choice,
     _summary,
     inspect_all,
 )
@@ -155,8 +155,11 @@ def test_parse_mountinfo_escapes_and_shadowing() -> None:
 
 
 def test_small_helpers() -> None:
-    assert _menu_choice("always madvise [never]") == "never"
-    assert _menu_choice("[always] madvise never") == "always"
+    assert menu_choice("always madvise [never]") == "never"
+    assert menu_choice("[always] madvise never") == "always"
+    assert menu_choice("none") == "none" and menu_choice("") is None
+    assert parse_size("65536k") == 64 << 20 and parse_size("2T") == 2 << 40
+    assert parse_size("50%") is None
     assert _summary({"cpu0": "a", "cpu1": "a", "cpu2": "b", "cpu5": "a"}) == \
         "a (cpu0-1,5), b (cpu2)"
     assert _summary({"cpu0": "a", "cpu1": "a"}) == "a"

@@ -1,4 +1,7 @@
-"""Facts about the machine that the settings need: mounts, container, GPUs, tools.
+"""Facts about the machine that the settings need: block devices, container, GPUs, tools.
+
+Mounts, ``/proc/meminfo`` and container detection are read by :mod:`pitstop.hostinfo`,
+the same code the doctor uses.
 
 Everything is read through a :class:`~pitstop.sysroot.Sysroot`, so a fake tree under
 ``--sysroot DIR`` is a complete stand-in for a machine, including two things that are
@@ -27,17 +30,12 @@ from pitstop.sysroot import Sysroot
 
 __all__ = [
     "GpuState",
-    "Mount",
     "block_read_ahead_path",
     "detect_container",
     "find_tool",
-    "mem_total_bytes",
-    "mount_for",
-    "parse_mountinfo",
     "read_gpus",
 ]
 
-MOUNTINFO = "/proc/self/mountinfo"
 TOOL_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 # How to install each external tool on Debian / Ubuntu.
@@ -46,73 +44,6 @@ INSTALL_HINTS = {
     "nvidia-smi": "apt install nvidia-smi (Debian) or apt install nvidia-utils-<driver> (Ubuntu)",
     "mount": "apt install mount",
 }
-
-
-@dataclass(frozen=True)
-class Mount:
-    """One line of ``/proc/self/mountinfo`` (see proc(5))."""
-
-    mount_id: int
-    major: int
-    minor: int
-    root: str
-    mount_point: str
-    options: tuple[str, ...]
-    fstype: str
-    source: str
-    super_options: tuple[str, ...]
-
-    @property
-    def read_only(self) -> bool:
-        return "ro" in self.options or "ro" in self.super_options
-
-    def super_option(self, key: str) -> str | None:
-        for opt in self.super_options:
-            if opt.startswith(key + "="):
-                return opt.split("=", 1)[1]
-        return None
-
-
-def _unescape(field: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as ``\\ooo`` octal."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def parse_mountinfo(text: str) -> list[Mount]:
-    """Every well-formed line of a mountinfo file, in file order (later mounts shadow)."""
-    mounts: list[Mount] = []
-    for line in text.splitlines():
-        parts = line.split()
-        try:
-            sep = parts.index("-", 6)
-            major, minor = (int(x) for x in parts[2].split(":"))
-            mounts.append(Mount(
-                mount_id=int(parts[0]), major=major, minor=minor,
-                root=_unescape(parts[3]), mount_point=_unescape(parts[4]),
-                options=tuple(parts[5].split(",")), fstype=parts[sep + 1],
-                source=_unescape(parts[sep + 2]) if len(parts) > sep + 2 else "",
-                super_options=tuple(parts[sep + 3].split(",")) if len(parts) > sep + 3 else (),
-            ))
-        except (ValueError, IndexError):
-            continue
-    return mounts
-
-
-def read_mounts(sr: Sysroot) -> list[Mount]:
-    return parse_mountinfo(sr.read_text(MOUNTINFO) or "")
-
-
-def mount_for(path: str, mounts: list[Mount]) -> Mount | None:
-    """The mount that holds machine path ``path``: the longest mount point that is a
-    prefix of it; of equal ones the last mounted (it shadows the earlier)."""
-    path = os.path.normpath(path)
-    best: Mount | None = None
-    for m in mounts:
-        mp = m.mount_point
-        inside = path == mp or mp == "/" or path.startswith(mp.rstrip("/") + "/")
-        if inside and (best is None or len(mp) >= len(best.mount_point)):
-            best = m
-    return best
 
 
 def block_read_ahead_path(sr: Sysroot, major: int, minor: int) -> tuple[str | None, str]:
@@ -157,16 +88,6 @@ def detect_container(sr: Sysroot) -> str | None:
     for marker in ("kubepods", "docker", "containerd", "lxc", "libpod"):
         if marker in cgroup:
             return "kubernetes" if marker == "kubepods" else marker
-    return None
-
-
-def mem_total_bytes(sr: Sysroot) -> int | None:
-    for line in (sr.read_text("/proc/meminfo") or "").splitlines():
-        if line.startswith("MemTotal:"):
-            try:
-                return int(line.split()[1]) * 1024
-            except (IndexError, ValueError):
-                return None
     return None
 
 

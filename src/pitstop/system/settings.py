@@ -26,18 +26,16 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from pitstop.hostinfo.kernel_text import mem_total_bytes, menu_choice, parse_size
+from pitstop.hostinfo.mounts import Mount, mount_for, read_mounts
 from pitstop.sysroot import Sysroot
 from pitstop.system.actions import Action, FileWrite, RunCommand
 from pitstop.system.machine import (
     GpuState,
-    Mount,
     block_read_ahead_path,
     detect_container,
     find_tool,
-    mem_total_bytes,
-    mount_for,
     read_gpus,
-    read_mounts,
 )
 
 __all__ = [
@@ -455,18 +453,10 @@ def inspect_swappiness(m: Machine) -> Reading:
     return _reading(name, str(value), f"<= {SWAPPINESS_WANTED}", [change], host)
 
 
-def _menu_choice(text: str | None) -> str | None:
-    """"always [madvise] never" -> "madvise"."""
-    if text is None:
-        return None
-    match = re.search(r"\[([^\]]+)\]", text)
-    return match.group(1) if match else text.strip() or None
-
-
 def inspect_thp(m: Machine) -> Reading:
     name = "thp"
     wanted = "madvise (or always)"
-    choice = _menu_choice(m.sr.read_text(THP))
+    choice = menu_choice(m.sr.read_text(THP))
     host = f"echo madvise | sudo tee {THP}"
     if choice is None:
         return Reading(name, "none", wanted, Status.UNSUPPORTED,
@@ -552,12 +542,10 @@ def shm_size_bytes(m: Machine) -> tuple[int | None, str]:
     mount = mount_for("/dev/shm", m.mounts)
     if mount is None or mount.mount_point != "/dev/shm":
         return None, "/dev/shm is not a mount of its own"
-    size = mount.super_option("size")
+    option = mount.super_option("size")
+    size = parse_size(option) if option is not None else None
     if size is not None:
-        match = re.fullmatch(r"(\d+)([kmg]?)", size.lower())
-        if match:
-            mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[match.group(2)]
-            return int(match.group(1)) * mult, "mount option size="
+        return size, "mount option size="
     if m.sr.is_live:
         st = os.statvfs("/dev/shm")
         return st.f_blocks * st.f_frsize, "statvfs"

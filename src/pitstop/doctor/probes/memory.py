@@ -3,56 +3,24 @@
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from pitstop.doctor.probes import ProbeContext, cgroup
-
-
-def parse_meminfo(text: str) -> dict[str, int]:
-    """``/proc/meminfo`` in bytes."""
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        m = re.match(r"(\S+):\s+(\d+)(?:\s+kB)?", line)
-        if m:
-            value = int(m.group(2))
-            out[m.group(1)] = value * 1024 if line.rstrip().endswith("kB") else value
-    return out
-
-
-def bracketed(text: str | None) -> str | None:
-    """``"always [madvise] never"`` -> ``"madvise"``."""
-    if not text:
-        return None
-    m = re.search(r"\[(\w[\w+]*)\]", text)
-    return m.group(1) if m else text.strip()
-
-
-def parse_size(text: str) -> int | None:
-    """A tmpfs ``size=`` option (``65536k``, ``8g``, ``50%``) in bytes; ``None`` for a percentage."""
-    m = re.fullmatch(r"(\d+)([kmgtKMGT]?)", text.strip())
-    if not m:
-        return None
-    mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2).lower()]
-    return int(m.group(1)) * mult
+from pitstop.hostinfo.kernel_text import menu_choice, parse_meminfo, parse_size
+from pitstop.hostinfo.mounts import MOUNTINFO, read_mounts
 
 
 def shm_facts(ctx: ProbeContext, mem_total: int | None) -> dict[str, Any]:
     """Size of /dev/shm: statvfs live, else the ``size=`` option in mountinfo."""
     sr = ctx.sysroot
-    mounts = sr.read_text("/proc/self/mountinfo")
-    source = "/proc/self/mountinfo"
-    entries: list[tuple[str, str, str]] = []  # (mountpoint, fstype, options)
-    if mounts:
-        for line in mounts.splitlines():
-            left, _, right = line.partition(" - ")
-            fields, rfields = left.split(), right.split()
-            if len(fields) >= 6 and len(rfields) >= 3:
-                entries.append((fields[4], rfields[0], rfields[2] + "," + fields[5]))
-    else:
-        mounts = sr.read_text("/proc/mounts")
+    source = MOUNTINFO
+    # (mount point, fstype, superblock and mount options): the size= option is a
+    # superblock option in mountinfo and a plain option in /proc/mounts.
+    entries = [(m.mount_point, m.fstype, ",".join(m.super_options + m.options))
+               for m in read_mounts(sr)]
+    if not entries:
         source = "/proc/mounts"
-        for line in (mounts or "").splitlines():
+        for line in (sr.read_text(source) or "").splitlines():
             parts = line.split()
             if len(parts) >= 4:
                 entries.append((parts[1], parts[2], parts[3]))
@@ -110,8 +78,8 @@ def probe(ctx: ProbeContext) -> dict[str, Any]:
         "swap_total_bytes": mi.get("SwapTotal"),
         "swap_free_bytes": mi.get("SwapFree"),
         "swappiness": sr.read_int("/proc/sys/vm/swappiness", 10),
-        "thp_enabled": bracketed(sr.read_text("/sys/kernel/mm/transparent_hugepage/enabled")),
-        "thp_defrag": bracketed(sr.read_text("/sys/kernel/mm/transparent_hugepage/defrag")),
+        "thp_enabled": menu_choice(sr.read_text("/sys/kernel/mm/transparent_hugepage/enabled")),
+        "thp_defrag": menu_choice(sr.read_text("/sys/kernel/mm/transparent_hugepage/defrag")),
         "shm": shm_facts(ctx, mi.get("MemTotal")),
         "memlock": _memlock(ctx),
         "cgroup": cgroup.memory_limit(sr),

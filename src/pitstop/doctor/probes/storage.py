@@ -10,52 +10,17 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 from typing import Any
 
 from pitstop.doctor.probes import ProbeContext
+from pitstop.hostinfo.kernel_text import menu_choice
+from pitstop.hostinfo.mounts import Mount, mount_for, parse_mountinfo
 from pitstop.sysroot import Sysroot
 
 MAX_DEPTH = 8
 # Models of cloud block volumes, which look like local NVMe/SCSI disks but are reached
 # over the network with provisioned IOPS (AWS EBS, GCP Persistent Disk).
 CLOUD_NETWORK_DISKS = ("Amazon Elastic Block Store", "PersistentDisk")
-
-
-def _unescape(text: str) -> str:
-    """mountinfo escapes space, tab, newline and backslash as ``\\ooo``."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
-
-
-def parse_mountinfo(text: str) -> list[dict[str, str]]:
-    """``/proc/self/mountinfo`` lines as dicts (see proc(5))."""
-    out = []
-    for line in text.splitlines():
-        left, sep, right = line.partition(" - ")
-        fields, rfields = left.split(), right.split()
-        if not sep or len(fields) < 6 or len(rfields) < 2:
-            continue
-        out.append({
-            "major_minor": fields[2],
-            "root": _unescape(fields[3]),
-            "mountpoint": _unescape(fields[4]),
-            "mount_options": fields[5],
-            "fstype": rfields[0],
-            "source": _unescape(rfields[1]),
-            "super_options": rfields[2] if len(rfields) > 2 else "",
-        })
-    return out
-
-
-def mount_of(mounts: list[dict[str, str]], path: str) -> dict[str, str] | None:
-    """The mount that holds ``path``: the longest mount point containing it (last wins)."""
-    best: dict[str, str] | None = None
-    for m in mounts:
-        mp = m["mountpoint"]
-        inside = path == mp or mp == "/" or path.startswith(mp.rstrip("/") + "/")
-        if inside and (best is None or len(mp) >= len(best["mountpoint"])):
-            best = m
-    return best
 
 
 def transport(sys_path: str, name: str) -> str:
@@ -85,23 +50,22 @@ def transport(sys_path: str, name: str) -> str:
 
 
 class _Resolver:
-    def __init__(self, sr: Sysroot, mounts: list[dict[str, str]]) -> None:
+    def __init__(self, sr: Sysroot, mounts: list[Mount]) -> None:
         self.sr = sr
         self.mounts = mounts
         self.chain: list[dict[str, Any]] = []
         self.disks: list[dict[str, Any]] = []
 
-    def from_mount(self, mount: dict[str, str], depth: int = 0) -> None:
-        major = mount["major_minor"].split(":")[0]
+    def from_mount(self, mount: Mount, depth: int = 0) -> None:
         sys_path = None
-        if major != "0":
-            sys_path = self.sr.realpath(f"/sys/dev/block/{mount['major_minor']}")
-        elif mount["source"].startswith("/dev/"):
+        if mount.major != 0:
+            sys_path = self.sr.realpath(f"/sys/dev/block/{mount.major_minor}")
+        elif mount.source.startswith("/dev/"):
             # btrfs and some others report an anonymous device number: use the source.
-            sys_path = self._by_dev_name(mount["source"])
+            sys_path = self._by_dev_name(mount.source)
         if sys_path is None:
-            self.chain.append({"kind": "no-block-device", "fstype": mount["fstype"],
-                               "source": mount["source"]})
+            self.chain.append({"kind": "no-block-device", "fstype": mount.fstype,
+                               "source": mount.source})
             return
         self.node(sys_path, depth)
 
@@ -128,7 +92,7 @@ class _Resolver:
             backing = sr.read_text(f"{sys_path}/loop/backing_file")
             self.chain.append({"kind": "loop", "name": name, "backing_file": backing})
             if backing:
-                inner = mount_of(self.mounts, backing.removesuffix(" (deleted)"))
+                inner = mount_for(backing.removesuffix(" (deleted)"), self.mounts)
                 if inner is not None:
                     self.from_mount(inner, depth + 1)
             return
@@ -161,19 +125,12 @@ class _Resolver:
             "vendor": sr.read_text(f"{sys_path}/device/vendor"),
             "size_bytes": (sr.read_int(f"{sys_path}/size", 10) or 0) * 512 or None,
             "removable": sr.read_int(f"{sys_path}/removable", 10),
-            "scheduler": _bracketed(sr.read_text(f"{sys_path}/queue/scheduler")),
+            "scheduler": menu_choice(sr.read_text(f"{sys_path}/queue/scheduler")),
             "read_ahead_kb": sr.read_int(f"{sys_path}/queue/read_ahead_kb", 10),
             "sysfs_path": sys_path,
         }
         self.chain.append({"kind": "disk", "name": name})
         self.disks.append(disk)
-
-
-def _bracketed(text: str | None) -> str | None:
-    if not text:
-        return None
-    m = re.search(r"\[([^\]]+)\]", text)
-    return m.group(1) if m else text
 
 
 def probe(ctx: ProbeContext) -> dict[str, Any]:
@@ -185,17 +142,17 @@ def probe(ctx: ProbeContext) -> dict[str, Any]:
     if text is None:
         raise RuntimeError("/proc/self/mountinfo is not readable")
     mounts = parse_mountinfo(text)
-    mount = mount_of(mounts, path)
+    mount = mount_for(path, mounts)
     if mount is None:
         raise RuntimeError(f"no mount in /proc/self/mountinfo holds {path}")
     res = _Resolver(sr, mounts)
     res.from_mount(mount)
     out: dict[str, Any] = {
         "path": path,
-        "mountpoint": mount["mountpoint"],
-        "fstype": mount["fstype"],
-        "source": mount["source"],
-        "mount_options": mount["mount_options"],
+        "mountpoint": mount.mount_point,
+        "fstype": mount.fstype,
+        "source": mount.source,
+        "mount_options": ",".join(mount.options),
         "chain": res.chain,
         "disks": res.disks,
     }
@@ -208,7 +165,7 @@ def probe(ctx: ProbeContext) -> dict[str, Any]:
             out["statvfs_error"] = str(err)
     else:
         rec = ctx.recorded("statvfs") or {}
-        space = rec.get(path) or rec.get(mount["mountpoint"])
+        space = rec.get(path) or rec.get(mount.mount_point)
         if space:
             out.update(total_bytes=space.get("total_bytes"), free_bytes=space.get("free_bytes"))
         else:
