@@ -79,11 +79,34 @@ MODEL_FACTORY_RE = re.compile(
     r"convnext\w*|regnet\w*|alexnet|googlenet|inception_v3|squeezenet\w*|shufflenet\w*|"
     r"mnasnet\w*|vit_\w+|swin_\w+|create_model|from_pretrained|from_config)$"
 )
+CONV_TAIL_RE = re.compile(
+    r"resnet\d*|resnext\w*|wide_resnet\w*|vgg\w*|efficientnet\w*|mobilenet\w*|densenet\w*|"
+    r"convnext\w*|regnet\w*|alexnet|googlenet|inception_v3|squeezenet\w*|shufflenet\w*|"
+    r"mnasnet\w*"
+)
 CONV_FACTORY_RE = re.compile(
     r"(^|\.)(resnet\d*|resnext\w*|wide_resnet\w*|vgg\w*|efficientnet\w*|mobilenet\w*|densenet\w*|"
     r"convnext\w*|regnet\w*|alexnet|googlenet|inception_v3|squeezenet\w*|shufflenet\w*|"
     r"mnasnet\w*)$"
 )
+
+
+# Node type -> what _index does with it; fields never worth descending into.
+_KIND: dict[type, str] = {
+    ast.Call: "call", ast.Attribute: "attr", ast.Constant: "const", ast.Assign: "assign",
+    ast.For: "loop", ast.AsyncFor: "loop", ast.While: "loop", ast.With: "with",
+    ast.AsyncWith: "with", ast.FunctionDef: "func", ast.AsyncFunctionDef: "func",
+    ast.ClassDef: "class", ast.Import: "import", ast.ImportFrom: "importfrom",
+}
+_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "type_ignores"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d",
+                           "LazyConv2d", "LazyConv3d"})
+_CALL_TAILS = _CONV_CLASSES | {
+    "cuda", "to", "parameters", "autocast", "GradScaler", "half", "bfloat16", "TrainStep",
+    "set_float32_matmul_precision", "fast_defaults", "use_deterministic_algorithms",
+    "DistributedDataParallel", "FullyShardedDataParallel", "DDP", "FSDP", "no_sync",
+}
 
 
 @dataclass(frozen=True)
@@ -186,68 +209,83 @@ class ModuleContext:
         return self._parents
 
     def _index(self) -> None:
-        """One pass over every node, collecting what the rules ask about."""
-        AST = ast.AST
+        """One pass over every node, collecting what the rules ask about.
+
+        This loop is the linter's hottest code after parsing: it dispatches on the node's
+        type through a dict and never descends into operator/context nodes."""
         stack: list[tuple[ast.AST, FuncDef | None, ast.ClassDef | None]] = [(self.tree, None, None)]
         aliases = self.aliases
+        fields_of = _CHILD_FIELDS
+        pop, push = stack.pop, stack.append
+        calls, assigns, loops, withs = self.calls, self.assigns, self.loops, self.withs
         while stack:
-            node, owner, klass = stack.pop()
-            child_owner, child_class = owner, None
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                child_owner = node
-            elif isinstance(node, ast.ClassDef):
-                child_class = node
-            for name in node._fields:
+            node, owner, klass = pop()
+            t = type(node)
+            fields = fields_of.get(t)
+            if fields is None:
+                fields = fields_of[t] = tuple(
+                    f for f in t._fields if f not in _SKIP_FIELDS)
+            child_owner: FuncDef | None = owner
+            child_class: ast.ClassDef | None = None
+            kind = _KIND.get(t)
+            if kind == "func":
+                child_owner = node  # type: ignore[assignment]
+            elif kind == "class":
+                child_class = node  # type: ignore[assignment]
+            for name in fields:
                 v = getattr(node, name, None)
-                if isinstance(v, list):
+                if v.__class__ is list:
                     for x in v:
-                        if isinstance(x, AST):
-                            stack.append((x, child_owner, child_class))
-                elif isinstance(v, AST):
-                    stack.append((v, child_owner, child_class))
-            if isinstance(node, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
-                                 ast.boolop, ast.Name)):
+                        if isinstance(x, ast.AST):
+                            push((x, child_owner, child_class))
+                elif isinstance(v, ast.AST):
+                    push((v, child_owner, child_class))
+            if kind is None:
                 continue
-            if isinstance(node, ast.Import):
-                for a in node.names:
+            if kind == "call":
+                calls.append(node)  # type: ignore[arg-type]
+                self._index_call(node)  # type: ignore[arg-type]
+            elif kind == "attr":
+                self._index_attribute(node)  # type: ignore[arg-type]
+            elif kind == "const":
+                v = node.value  # type: ignore[attr-defined]
+                if v.__class__ is str and v.startswith(("cuda", "gpu")):
+                    self.gpu_program = True
+            elif kind == "assign":
+                assigns.append(node)  # type: ignore[arg-type]
+                self._index_assign(node)  # type: ignore[arg-type]
+            elif kind == "loop":
+                loops.append(node)
+                if owner is not None:
+                    self.funcs_with_loops.add(owner)
+                else:
+                    self.module_loops = True
+            elif kind == "with":
+                withs.append(node)  # type: ignore[arg-type]
+            elif kind == "func":
+                fn: FuncDef = node  # type: ignore[assignment]
+                self.functions.setdefault(fn.name, []).append(fn)
+                if klass is not None:
+                    self.class_of[fn] = klass
+            elif kind == "class":
+                cls: ast.ClassDef = node  # type: ignore[assignment]
+                self.classes[cls.name] = cls
+                for base in cls.bases:
+                    tail = last_name(base) or ""
+                    if tail.endswith("Module") or tail in {"Module", "LightningModule"}:
+                        self.module_classes.add(cls.name)
+            elif kind == "import":
+                for a in node.names:  # type: ignore[attr-defined]
                     if a.asname:
                         aliases[a.asname] = a.name
                     else:
                         top = a.name.split(".", 1)[0]
                         aliases.setdefault(top, top)
-            elif isinstance(node, ast.ImportFrom):
-                if node.module and not node.level:
-                    for a in node.names:
-                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
-            elif isinstance(node, ast.Call):
-                self.calls.append(node)
-                self._index_call(node)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions.setdefault(node.name, []).append(node)
-                if klass is not None:
-                    self.class_of[node] = klass
-            elif isinstance(node, ast.ClassDef):
-                self.classes[node.name] = node
-                for base in node.bases:
-                    tail = last_name(base) or ""
-                    if tail.endswith("Module") or tail in {"Module", "LightningModule"}:
-                        self.module_classes.add(node.name)
-            elif isinstance(node, ast.Assign):
-                self.assigns.append(node)
-                self._index_assign(node)
-            elif isinstance(node, LOOPS):
-                self.loops.append(node)
-                if owner is not None:
-                    self.funcs_with_loops.add(owner)
-                else:
-                    self.module_loops = True
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
-                self.withs.append(node)
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if node.value.startswith(("cuda", "gpu")):
-                    self.gpu_program = True
-            elif isinstance(node, ast.Attribute):
-                self._index_attribute(node)
+            elif kind == "importfrom":
+                imp: ast.ImportFrom = node  # type: ignore[assignment]
+                if imp.module and not imp.level:
+                    for a in imp.names:
+                        aliases[a.asname or a.name] = f"{imp.module}.{a.name}"
 
     def _index_attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
@@ -263,46 +301,49 @@ class ModuleContext:
 
     def _index_call(self, node: ast.Call) -> None:
         func = node.func
-        tail = callee_tail(node)
-        qn = qualname(func, self.aliases) or ""
-        if tail == "cuda" and isinstance(func, ast.Attribute):
-            self.gpu_program = True
-        if tail == "parameters" and isinstance(func, ast.Attribute):
-            name = dotted(func.value)
-            if name:
-                self.model_names.add(name)
-        if tail in {"autocast", "GradScaler", "half", "TrainStep"}:
-            self.facts.add("reduced_precision")
-        if tail == "set_float32_matmul_precision" and node.args and isinstance(
-                node.args[0], ast.Constant) and node.args[0].value in {"high", "medium"}:
-            self.facts.add("tf32_enabled")
-        if tail == "fast_defaults":  # pitstop.train.fast_defaults sets TF32 and the autotuner
-            self.facts.update({"tf32_enabled", "cudnn_benchmark_true"})
-        if tail == "use_deterministic_algorithms" and node.args and isinstance(
-                node.args[0], ast.Constant) and node.args[0].value is True:
-            self.facts.add("deterministic")
-        if tail in {"Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d"} \
-                or CONV_FACTORY_RE.search(qn):
-            self.facts.add("has_conv")
-        if tail in {"DistributedDataParallel", "FullyShardedDataParallel"} or qn.endswith(".DDP") \
-                or tail == "DDP":
-            self.facts.add("uses_ddp")
-        if tail == "no_sync":
-            self.facts.add("ddp_sync_control")
-        if tail == "to" and not self.gpu_program and node.args \
-                and self.device_kind(node.args[0]) == GPU:
-            self.gpu_program = True
-        dev = kwarg(node, "device")
-        if dev is not None and self.device_kind(dev.value) == GPU and not self.gpu_program:
-            self.gpu_program = True
-        for kw in node.keywords:  # Trainer(precision="bf16-mixed"), Accelerator(mixed_precision=)
-            if kw.arg in {"precision", "mixed_precision"} and isinstance(kw.value, ast.Constant) \
-                    and "16" in str(kw.value.value):
+        ft = type(func)
+        tail = func.attr if ft is ast.Attribute else (func.id if ft is ast.Name else "")  # type: ignore[attr-defined]
+        for kw in node.keywords:
+            if kw.arg == "device":
+                if not self.gpu_program and self.device_kind(kw.value) == GPU:
+                    self.gpu_program = True
+            elif kw.arg in {"precision", "mixed_precision"} and isinstance(
+                    kw.value, ast.Constant) and "16" in str(kw.value.value):
+                # Trainer(precision="bf16-mixed"), Accelerator(mixed_precision="fp16")
                 self.facts.add("reduced_precision")
-        if tail in {"to", "bfloat16", "half"} and any(
-                isinstance(a, ast.Attribute) and a.attr in {"bfloat16", "float16", "half"}
-                for a in node.args):
+        if tail not in _CALL_TAILS and CONV_TAIL_RE.fullmatch(tail) is None:
+            return
+        if tail in _CONV_CLASSES or CONV_TAIL_RE.fullmatch(tail):
+            self.facts.add("has_conv")
+        elif tail == "cuda":
+            if ft is ast.Attribute:
+                self.gpu_program = True
+        elif tail == "to":
+            if not self.gpu_program and node.args and self.device_kind(node.args[0]) == GPU:
+                self.gpu_program = True
+            if any(isinstance(a, ast.Attribute) and a.attr in {"bfloat16", "float16", "half"}
+                   for a in node.args):
+                self.facts.add("reduced_precision")
+        elif tail == "parameters":
+            if ft is ast.Attribute:
+                name = dotted(func.value)  # type: ignore[attr-defined]
+                if name:
+                    self.model_names.add(name)
+        elif tail in {"autocast", "GradScaler", "half", "bfloat16", "TrainStep"}:
             self.facts.add("reduced_precision")
+        elif tail == "set_float32_matmul_precision":
+            if node.args and isinstance(node.args[0], ast.Constant) \
+                    and node.args[0].value in {"high", "medium"}:
+                self.facts.add("tf32_enabled")
+        elif tail == "fast_defaults":  # pitstop.train.fast_defaults: TF32 and the autotuner
+            self.facts.update({"tf32_enabled", "cudnn_benchmark_true"})
+        elif tail == "use_deterministic_algorithms":
+            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is True:
+                self.facts.add("deterministic")
+        elif tail in {"DistributedDataParallel", "FullyShardedDataParallel", "DDP", "FSDP"}:
+            self.facts.add("uses_ddp")
+        elif tail == "no_sync":
+            self.facts.add("ddp_sync_control")
 
     def _index_assign(self, node: ast.Assign) -> None:
         value = node.value
