@@ -214,3 +214,28 @@ def test_ebs_volume_is_a_network_block_device(tmp_path: Path) -> None:
     gen.mountinfo(t, ["259:1 / / rw - xfs /dev/nvme0n1p1 rw"])
     facts = storage.probe(ctx_for(tmp_path, "/data"))
     assert facts["disks"][0]["transport"] == "network-block"
+
+
+def test_container_detection_is_shared_and_lists_every_signal(tmp_path: Path) -> None:
+    from pitstop.hostinfo.container import detect_container
+
+    def tree(name: str, files: dict[str, str]) -> Sysroot:
+        root = tmp_path / name
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        root.mkdir(exist_ok=True)
+        return Sysroot.of(root)
+
+    host = detect_container(tree("host", {"proc/1/cgroup": "0::/init.scope\n"}), {})
+    assert host.runtime is None and not host.in_container and host.signals == []
+    docker = detect_container(tree("docker", {".dockerenv": ""}), {})
+    assert docker.runtime == "docker" and docker.signals == ["/.dockerenv exists"]
+    k8s = detect_container(tree("k8s", {
+        ".dockerenv": "", "var/run/secrets/kubernetes.io/serviceaccount/token": "x",
+        "proc/self/cgroup": "0::/kubepods/burstable/pod1/abc\n"}), {})
+    assert k8s.runtime == "kubernetes" and k8s.kubernetes and len(k8s.signals) == 3
+    nspawn = detect_container(tree("nspawn", {"run/systemd/container": "systemd-nspawn\n"}), {})
+    assert nspawn.runtime == "systemd-nspawn"
+    podman = detect_container(tree("podman", {}), {"container": "podman"})
+    assert podman.runtime == "podman" and podman.in_container

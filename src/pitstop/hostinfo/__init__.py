@@ -8,7 +8,8 @@ readers here and cannot disagree about what the machine is:
   a path;
 * :mod:`~pitstop.hostinfo.kernel_text`: the small text formats of procfs and sysfs
   (``/proc/meminfo``, ``[selected]`` menus, tmpfs ``size=`` options);
-* :mod:`~pitstop.hostinfo.container`: whether this is a container, and which.
+* :mod:`~pitstop.hostinfo.container`: whether this is a container, and which, and the
+  environment of the process looked at.
 
 Everything reads through a :class:`~pitstop.sysroot.Sysroot` and never writes.
 """

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +30,6 @@ from pitstop.sysroot import Sysroot
 __all__ = [
     "GpuState",
     "block_read_ahead_path",
-    "detect_container",
     "find_tool",
     "read_gpus",
 ]
@@ -67,28 +65,6 @@ def block_read_ahead_path(sr: Sysroot, major: int, minor: int) -> tuple[str | No
     if not sr.exists(path):
         return None, f"{desc} has no {path}"
     return path, desc
-
-
-def detect_container(sr: Sysroot) -> str | None:
-    """The container runtime this machine (tree) runs in, or ``None`` for a host."""
-    if sr.exists("/.dockerenv"):
-        return "docker"
-    if sr.exists("/run/.containerenv"):
-        return "podman"
-    if sr.exists("/var/run/secrets/kubernetes.io/serviceaccount"):
-        return "kubernetes"
-    marker = sr.read_text("/run/systemd/container")  # systemd-nspawn, lxc, ...
-    if marker:
-        return marker
-    env = sr.read_text("/proc/1/environ") or ""
-    match = re.search(r"(?:^|\x00)container=([^\x00]+)", env)
-    if match:
-        return match.group(1)
-    cgroup = sr.read_text("/proc/1/cgroup") or ""
-    for marker in ("kubepods", "docker", "containerd", "lxc", "libpod"):
-        if marker in cgroup:
-            return "kubernetes" if marker == "kubepods" else marker
-    return None
 
 
 def find_tool(sr: Sysroot, name: str) -> str | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from pitstop.hostinfo.container import detect_container, read_environ
 from pitstop.hostinfo.kernel_text import mem_total_bytes, menu_choice, parse_size
 from pitstop.hostinfo.mounts import Mount, mount_for, read_mounts
 from pitstop.sysroot import Sysroot
@@ -33,7 +34,6 @@ from pitstop.system.actions import Action, FileWrite, RunCommand
 from pitstop.system.machine import (
     GpuState,
     block_read_ahead_path,
-    detect_container,
     find_tool,
     read_gpus,
 )
@@ -124,7 +124,7 @@ class Machine:
     @classmethod
     def probe(cls, sr: Sysroot, data_path: str | None = None, *, gpus: bool = True) -> Machine:
         m = cls(sr=sr, data_path=data_path, mounts=read_mounts(sr),
-                container=detect_container(sr))
+                container=detect_container(sr, read_environ(sr)).runtime)
         if gpus:
             m.gpus, m.gpu_reason = read_gpus(sr)
         else:

@@ -15,12 +15,14 @@ under a sysroot, from recordings in ``DIR/pitstop-recorded/`` (see
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pitstop.hostinfo.container import read_environ
 from pitstop.sysroot import Sysroot
+
+__all__ = ["RECORDED_DIR", "Probe", "ProbeContext", "probes", "read_environ"]
 
 RECORDED_DIR = "/pitstop-recorded"
 
@@ -61,26 +63,6 @@ class ProbeContext:
 
 
 Probe = Callable[[ProbeContext], dict[str, Any]]
-
-
-def read_environ(ctx_sysroot: Sysroot) -> dict[str, str]:
-    """The environment of the process being diagnosed.
-
-    Live: ``os.environ``. Under a sysroot: ``DIR/proc/self/environ`` (NUL-separated, as
-    the kernel writes it), or an empty environment if the tree has none.
-    """
-    if ctx_sysroot.is_live:
-        return dict(os.environ)
-    try:
-        raw = ctx_sysroot.path("/proc/self/environ").read_bytes()
-    except OSError:
-        return {}
-    env: dict[str, str] = {}
-    for item in raw.split(b"\0"):
-        if b"=" in item:
-            key, _, value = item.decode("utf-8", "replace").partition("=")
-            env[key] = value
-    return env
 
 
 def probes() -> dict[str, Probe]:
