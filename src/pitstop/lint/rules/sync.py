@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname
 from pitstop.lint.context import GPU, MASK, ModuleContext, State
@@ -13,6 +14,14 @@ HOST_COPY = {"item": "copies a GPU scalar to the host",
              "cpu": "copies a GPU tensor to the host",
              "numpy": "copies a GPU tensor to the host",
              "tolist": "copies a GPU tensor to the host"}
+# Experiment loggers that turn a tensor into a Python number right away (TensorBoard's
+# SummaryWriter.add_scalar calls .item(); wandb / mlflow convert values too).
+LOGGER_CALLS = frozenset({"add_scalar", "add_scalars", "log_metric", "log_metrics", "log"})
+# Owners of .log()/.log_metric(s)() that are experiment trackers (not Lightning's lazy
+# self.log, not torch.log).
+LOGGER_OWNER_RE = re.compile(r"(^|\.)(wandb|run|writer|logger|mlflow|tracker|experiment|"
+                             r"accelerator|neptune|comet|aim|tb|tb_writer|summary_writer)$",
+                             re.IGNORECASE)
 NONZERO = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
 
 
@@ -79,6 +88,16 @@ def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
     if qn == "torch.cuda.synchronize" or (tail == "synchronize" and "cuda" in (dotted(func) or "")):
         _report(ctx, node, st, "blocks the CPU until the GPU is idle", "synchronize")
         return
+    if qn == "torch.cuda.empty_cache":
+        _report(ctx, node, st, "synchronizes and returns cached blocks that the next step will "
+                "allocate again", "empty_cache")
+        return
+    if tail in LOGGER_CALLS and isinstance(func, ast.Attribute) and (
+            tail.startswith("add_") or LOGGER_OWNER_RE.search(dotted(func.value) or "")) \
+            and not qn.startswith(("torch.", "numpy.", "math.")) and _logs_gpu_value(ctx, node, st):
+        _report(ctx, node, st, "hands a GPU tensor to a logger, which converts it to a Python "
+                "number", "logger")
+        return
     if isinstance(func, ast.Name):
         if tail in {"float", "int", "bool", "complex", "str", "repr"} and node.args \
                 and ctx.kind(node.args[0], st) in (GPU, MASK):
@@ -99,3 +118,11 @@ def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
     if qn in {"numpy.array", "numpy.asarray"} and node.args \
             and ctx.kind(node.args[0], st) in (GPU, MASK):
         _report(ctx, node, st, "copies a GPU tensor to the host", "numpy")
+
+
+def _logs_gpu_value(ctx: ModuleContext, node: ast.Call, st: State) -> bool:
+    values: list[ast.expr] = [*node.args, *(k.value for k in node.keywords)]
+    for v in list(values):
+        if isinstance(v, ast.Dict):
+            values.extend(x for x in v.values if x is not None)
+    return any(ctx.kind(v, st) in (GPU, MASK) for v in values)
