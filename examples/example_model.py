@@ -8,12 +8,36 @@ files, no downloads), with a random flip as the "augmentation" done in the worke
 
 from __future__ import annotations
 
+import argparse
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 NUM_CLASSES = 10
 IMAGE_SHAPE = (3, 32, 32)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a bad value is a usage error, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def usable_device(parser: argparse.ArgumentParser, name: str) -> torch.device:
+    """``--device NAME`` as a torch device this machine has, else a usage error."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        parser.error(f"--device {name!r} is not a torch device: use cpu, cuda or cuda:N")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device {name}: no usable CUDA GPU here; use --device cpu")
+    return device
 
 
 class SyntheticImages(torch.utils.data.Dataset[tuple[torch.Tensor, int]]):

@@ -17,7 +17,7 @@ import time
 
 import torch
 import torch.distributed as dist
-from example_model import SmallResNet, SyntheticImages
+from example_model import SmallResNet, SyntheticImages, positive_int
 from torch.nn.parallel import DistributedDataParallel
 
 from pitstop.train import DevicePrefetcher, Metrics, TrainStep, every, fast_defaults, loader
@@ -25,10 +25,10 @@ from pitstop.train import DevicePrefetcher, Metrics, TrainStep, every, fast_defa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--batch-size", type=int, default=32, help="per rank")
-    parser.add_argument("--accumulate", type=int, default=2)
-    parser.add_argument("--log-every", type=int, default=10)
+    parser.add_argument("--steps", type=positive_int, default=50)
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="per rank")
+    parser.add_argument("--accumulate", type=positive_int, default=2)
+    parser.add_argument("--log-every", type=positive_int, default=10)
     args = parser.parse_args()
 
     if "LOCAL_RANK" not in os.environ:
@@ -82,4 +82,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        raise SystemExit("interrupted") from None

@@ -15,18 +15,18 @@ import time
 
 import torch
 import torch.nn.functional as F
-from example_model import SmallResNet, SyntheticImages
+from example_model import SmallResNet, SyntheticImages, positive_int, usable_device
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--steps", type=positive_int, default=100)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = parser.parse_args()
 
     torch.manual_seed(0)
-    device = torch.device(args.device)
+    device = usable_device(parser, args.device)
     data = torch.utils.data.DataLoader(SyntheticImages(), batch_size=args.batch_size, shuffle=True)
     model = SmallResNet().to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -49,4 +49,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        raise SystemExit("interrupted") from None

@@ -15,29 +15,32 @@ import argparse
 import time
 
 import torch
-from example_model import SmallResNet, SyntheticImages
+from example_model import SmallResNet, SyntheticImages, positive_int, usable_device
 
 from pitstop.train import DevicePrefetcher, Metrics, TrainStep, every, fast_defaults, loader
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--accumulate", type=int, default=1)
+    parser.add_argument("--steps", type=positive_int, default=100)
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--accumulate", type=positive_int, default=1)
     parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp16", "fp32"])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--log-every", type=int, default=20)
+    parser.add_argument("--log-every", type=positive_int, default=20)
     args = parser.parse_args()
 
     torch.manual_seed(0)
-    device = torch.device(args.device)
+    device = usable_device(parser, args.device)
     print(fast_defaults())
     data = loader(SyntheticImages(), args.batch_size, shuffle=True, device=device)
     print(data.describe())
     model = SmallResNet().to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    train_step = TrainStep(model, optimizer, precision=args.precision, accumulate=args.accumulate)
+    try:
+        train_step = TrainStep(model, optimizer, precision=args.precision, accumulate=args.accumulate)
+    except ValueError as exc:  # e.g. --precision fp16 on a CPU: the message names the fix
+        parser.error(str(exc))
     print(f"precision: {train_step.precision} ({train_step.precision_reason})")
     metrics = Metrics(device)
     log_now = every(args.log_every)
@@ -59,4 +62,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        raise SystemExit("interrupted") from None

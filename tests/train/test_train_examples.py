@@ -43,3 +43,11 @@ def test_ddp_example_under_torchrun_with_two_cpu_processes(tmp_path: Path) -> No
     assert "world 2" in result.stdout
     assert "DistributedSampler(rank 0 of 2" in result.stdout
     assert "(mean over ranks)" in result.stdout and "done: 4 steps" in result.stdout
+
+
+def test_example_bad_input_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    result = run([sys.executable, str(EXAMPLES / "train_pitstop.py"), "--steps", "1",
+                  "--device", "cpu", "--precision", "fp16"], tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "error: precision='fp16' needs a CUDA GPU" in result.stderr.strip().splitlines()[-1]
