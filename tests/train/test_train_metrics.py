@@ -23,6 +23,13 @@ def test_means_are_exact_and_weighted_by_n() -> None:
     assert s["acc"].count == 40 and s["acc"].total == 35.0
 
 
+def test_weighted_value_is_not_rounded_to_float32() -> None:
+    m = Metrics("cpu")
+    third = torch.tensor(1 / 3, dtype=torch.float32)  # times 3 rounds to 1.0 in float32
+    m.update("x", third, n=3)
+    assert m.compute()["x"] == third.item()
+
+
 def test_many_small_updates_stay_exact() -> None:
     m = Metrics("cpu")
     values = torch.rand(10_000, dtype=torch.float32)

@@ -71,10 +71,11 @@ class Metrics:
                 raise ValueError(f"Metrics.update({name!r}, ...) takes a scalar, got a tensor of "
                                  f"shape {tuple(value.shape)}: pass value.mean() with "
                                  f"n=value.numel()")
-            value = value.detach().reshape(())
             if value.device != self.device:
                 raise ValueError(f"Metrics on {self.device} got {name!r} on {value.device}: "
                                  f"create Metrics({str(value.device)!r})")
+            # Widen before multiplying by n: a float32 product would round once more.
+            value = value.detach().reshape(()).to(self.dtype)
         total = self._sums.get(name)
         if total is None:
             total = self._sums[name] = torch.zeros((), dtype=self.dtype, device=self.device)
