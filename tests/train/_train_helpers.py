@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections import namedtuple
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,52 @@ def tiny_data(n: int, seed: int = 1, d_in: int = 12, classes: int = 5) -> tuple[
     w = torch.randn(d_in, classes, generator=g)
     y = (x @ w).argmax(dim=1)  # a learnable rule, so the loss really goes down
     return x, y
+
+
+# ---------------------------------------------------------------- nested batches (to_device)
+
+Pair = namedtuple("Pair", ["image", "label"])
+
+
+@dataclass
+class Sample:
+    pixels: torch.Tensor
+    meta: dict[str, object]
+    note: str = "x"
+    cache: list[int] = field(default_factory=list, init=False)
+
+
+def nested() -> dict[str, object]:
+    return {
+        "pair": Pair(torch.randn(2, 3), torch.tensor([1, 2])),
+        "list": [torch.ones(2), (torch.zeros(1, dtype=torch.int64), "text", 3, None)],
+        "sample": Sample(torch.rand(4), {"mask": torch.ones(4, dtype=torch.bool), "id": 7}),
+        "scalar": torch.tensor(2.5, dtype=torch.float64),
+    }
+
+
+def assert_same_structure(a: object, b: object, *, same_values: bool) -> None:
+    assert type(a) is type(b)
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor)
+        assert a.shape == b.shape and a.dtype == b.dtype
+        if same_values:
+            assert torch.equal(a.cpu(), b.cpu())
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b)
+        for k in a:
+            assert_same_structure(a[k], b[k], same_values=same_values)
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            assert_same_structure(x, y, same_values=same_values)
+    elif isinstance(a, Sample):
+        assert isinstance(b, Sample)
+        assert_same_structure(a.pixels, b.pixels, same_values=same_values)
+        assert_same_structure(a.meta, b.meta, same_values=same_values)
+        assert a.note == b.note
+    else:
+        assert a == b
 
 
 class OutOfBudget(torch.nn.Module):

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 import torch
-from _train_helpers import tiny_data, tiny_mlp
+from _train_helpers import assert_same_structure, nested, tiny_data, tiny_mlp
 from torch.utils.data import TensorDataset
 
 from pitstop.train import DevicePrefetcher, Metrics, TrainStep, loader, to_device
@@ -118,6 +118,13 @@ def test_pinned_batches_copy_without_blocking_and_pageable_ones_block(sync_error
         to_device(pageable, "cuda")  # a blocking copy: the right call for pageable memory
     torch.cuda.set_sync_debug_mode("default")
     assert torch.equal(moved["x"].cpu(), pinned["x"]) and moved["y"][0].is_cuda
+
+
+def test_to_device_round_trip_through_the_gpu() -> None:
+    batch = nested()
+    on_gpu = to_device(batch, "cuda")
+    assert on_gpu["pair"].image.is_cuda and on_gpu["sample"].meta["mask"].is_cuda
+    assert_same_structure(batch, to_device(on_gpu, "cpu"), same_values=True)
 
 
 def test_prefetcher_with_the_tuned_loader_keeps_every_batch_intact() -> None:
