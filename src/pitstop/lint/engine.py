@@ -211,7 +211,11 @@ def run_files(files: list[SourceFile], options: LintOptions,
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     mp = multiprocessing.get_context(method)
     results: list[FileResult] = []
-    with mp.Pool(jobs) as pool:
+    try:
+        pool = mp.Pool(jobs)
+    except OSError:  # no /dev/shm semaphores (some containers): lint in this process
+        return run_files(files, options, ignores_for, jobs=1, progress=progress)
+    with pool:
         for part in pool.imap_unordered(_lint_chunk, chunks):
             results.extend(part)
             if progress:
