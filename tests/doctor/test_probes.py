@@ -14,6 +14,7 @@ from pitstop.doctor.facts import collect
 from pitstop.doctor.probes import ProbeContext, cpu, environment, gpu, iotest, memory, storage
 from pitstop.doctor.probes.platform import parse_os_release
 from pitstop.doctor.probes.python import _pins, parse_torch_version_py, torch_runtime
+from pitstop.hostinfo.blockdev import transport
 from pitstop.hostinfo.kernel_text import menu_choice, parse_meminfo, parse_size
 from pitstop.hostinfo.mounts import mount_for, parse_mountinfo
 from pitstop.sysroot import Sysroot
@@ -79,7 +80,7 @@ def test_mountinfo_escapes_and_longest_prefix() -> None:
     ("/sys/devices/virtual/block/zram0", "zram0", "ram"),
 ])
 def test_transport(path: str, name: str, kind: str) -> None:
-    assert storage.transport(path, name) == kind
+    assert transport(path, name) == kind
 
 
 def test_md_raid_and_loop_file(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pitstop.hostinfo.kernel_text import menu_choice, parse_size
@@ -172,9 +173,10 @@ def test_readahead_btrfs_overlay_and_dm(machine) -> None:
         "80 28 0:33 / /btr rw - btrfs /dev/sda1 rw,ssd,subvol=/\n"
         "81 28 0:34 / /ovl rw - overlay overlay rw,lowerdir=/a\n"
         "82 28 253:0 / /lvm rw - ext4 /dev/mapper/vg-data rw\n"))
-    # btrfs reports an anonymous 0:NN; its source names the disk
-    (root / "sys/class/block/sda1").mkdir(parents=True)
-    (root / "sys/class/block/sda1/dev").write_text("8:1\n")
+    # btrfs reports an anonymous 0:NN; its source names the partition, found as the
+    # kernel lists it: /sys/class/block/NAME is a link into the device tree
+    (root / "sys/class/block").mkdir(parents=True)
+    (root / "sys/class/block/sda1").symlink_to(os.readlink(root / "sys/dev/block/8:1"))
     dm = root / "sys/devices/virtual/block/dm-0"
     (dm / "queue").mkdir(parents=True)
     (dm / "queue/read_ahead_kb").write_text("8192\n")

@@ -1,7 +1,7 @@
-"""Facts about the machine that the settings need: block devices, container, GPUs, tools.
+"""Facts about the machine that the settings need: GPUs and tools.
 
-Mounts, ``/proc/meminfo`` and container detection are read by :mod:`pitstop.hostinfo`,
-the same code the doctor uses.
+Mounts, block devices, ``/proc/meminfo`` and container detection are read by
+:mod:`pitstop.hostinfo`, the same code the doctor uses.
 
 Everything is read through a :class:`~pitstop.sysroot.Sysroot`, so a fake tree under
 ``--sysroot DIR`` is a complete stand-in for a machine, including two things that are
@@ -29,7 +29,6 @@ from pitstop.sysroot import Sysroot
 
 __all__ = [
     "GpuState",
-    "block_read_ahead_path",
     "find_tool",
     "read_gpus",
 ]
@@ -42,29 +41,6 @@ INSTALL_HINTS = {
     "nvidia-smi": "apt install nvidia-smi (Debian) or apt install nvidia-utils-<driver> (Ubuntu)",
     "mount": "apt install mount",
 }
-
-
-def block_read_ahead_path(sr: Sysroot, major: int, minor: int) -> tuple[str | None, str]:
-    """The ``read_ahead_kb`` file for device ``major:minor`` and a description.
-
-    A partition (``sda1``, ``nvme0n1p2``) has no queue of its own: its readahead is the
-    whole disk's, one directory up. Device-mapper and md devices have their own queue.
-    Returns ``(None, reason)`` when there is no such file.
-    """
-    dev_dir = sr.realpath(f"/sys/dev/block/{major}:{minor}")
-    if dev_dir is None:
-        return None, f"no /sys/dev/block/{major}:{minor} (not a block device)"
-    name = os.path.basename(dev_dir)
-    if sr.exists(f"{dev_dir}/partition"):
-        disk_dir = os.path.dirname(dev_dir)
-        path = f"{disk_dir}/queue/read_ahead_kb"
-        desc = f"/dev/{os.path.basename(disk_dir)} (disk of partition {name})"
-    else:
-        path = f"{dev_dir}/queue/read_ahead_kb"
-        desc = f"/dev/{name}"
-    if not sr.exists(path):
-        return None, f"{desc} has no {path}"
-    return path, desc
 
 
 def find_tool(sr: Sysroot, name: str) -> str | None:

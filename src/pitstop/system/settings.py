@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from pitstop.hostinfo.blockdev import readahead_file
 from pitstop.hostinfo.container import detect_container, read_environ
 from pitstop.hostinfo.kernel_text import mem_total_bytes, menu_choice, parse_size
 from pitstop.hostinfo.mounts import Mount, mount_for, read_mounts
@@ -33,7 +34,6 @@ from pitstop.sysroot import Sysroot
 from pitstop.system.actions import Action, FileWrite, RunCommand
 from pitstop.system.machine import (
     GpuState,
-    block_read_ahead_path,
     find_tool,
     read_gpus,
 )
@@ -481,30 +481,21 @@ def inspect_readahead(m: Machine) -> Reading:
         return Reading(name, "unknown", wanted, Status.UNKNOWN,
                        f"no mount for {m.data_path} in /proc/self/mountinfo")
     on = f"{m.data_path} is on {mount.mount_point} ({mount.fstype} {mount.source})"
-    if mount.major == 0:
-        # An anonymous device number: a network filesystem, overlay, or btrfs.
-        # NFS and FUSE have a backing-device readahead of their own; btrfs names its
-        # disk as the mount source.
-        bdi = f"/sys/class/bdi/{mount.major}:{mount.minor}/read_ahead_kb"
-        source_dev = _source_device(m, mount.source)
-        if m.sr.exists(bdi):
-            path, desc = bdi, f"{mount.fstype} {mount.source}"
-        elif source_dev is not None:
-            found, desc = block_read_ahead_path(m.sr, *source_dev)
-            if found is None:
-                return Reading(name, "unknown", wanted, Status.UNKNOWN, f"{on}: {desc}")
-            path = found
-        elif mount.fstype == "overlay":
-            return Reading(name, "none", wanted, Status.UNSUPPORTED,
-                           f"{on}: a container's layered filesystem; the disk under it is "
-                           "the host's (run `pitstop system show --data` on the host, or "
-                           "mount the dataset into the container)")
-        else:
-            return Reading(name, "none", wanted, Status.UNSUPPORTED,
-                           f"{on}: no block device and no {bdi}")
+    # NFS and FUSE have no block device but a backing-device readahead of their own.
+    bdi = f"/sys/class/bdi/{mount.major_minor}/read_ahead_kb"
+    if mount.major == 0 and m.sr.exists(bdi):
+        path, desc = bdi, f"{mount.fstype} {mount.source}"
     else:
-        found, desc = block_read_ahead_path(m.sr, mount.major, mount.minor)
+        found, desc = readahead_file(m.sr, mount, m.mounts)
         if found is None:
+            if mount.fstype == "overlay":
+                return Reading(name, "none", wanted, Status.UNSUPPORTED,
+                               f"{on}: a container's layered filesystem; the disk under it "
+                               "is the host's (run `pitstop system show --data` on the host, "
+                               "or mount the dataset into the container)")
+            if mount.major == 0 and not mount.source.startswith("/dev/"):
+                return Reading(name, "none", wanted, Status.UNSUPPORTED,
+                               f"{on}: no block device and no {bdi}")
             return Reading(name, "unknown", wanted, Status.UNKNOWN, f"{on}: {desc}")
         path = found
     value = m.sr.read_int(path)
@@ -514,20 +505,6 @@ def inspect_readahead(m: Machine) -> Reading:
     changes = [] if value >= READAHEAD_WANTED_KB else [
         _file_change(m, name, desc, path, f"{value} KiB", str(READAHEAD_WANTED_KB))]
     return _reading(name, f"{value} KiB on {desc}", wanted, changes, host, on)
-
-
-def _source_device(m: Machine, source: str) -> tuple[int, int] | None:
-    """major:minor of a mount source like /dev/nvme0n1p2 (btrfs), via /sys/class/block."""
-    if not source.startswith("/dev/"):
-        return None
-    # /dev/mapper/vg-lv is a link to ../dm-0; only the live machine has /dev links.
-    real = os.path.realpath(source) if m.sr.is_live else source
-    text = m.sr.read_text(f"/sys/class/block/{os.path.basename(real)}/dev")
-    try:
-        major, minor = (int(x) for x in (text or "").split(":"))
-    except ValueError:
-        return None
-    return major, minor
 
 
 def _size_text(n: int) -> str:
