@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from itertools import pairwise
+from typing import TypeGuard
 
 from pitstop.lint.astutil import arg_or_kw, callee_tail, dotted, has_star_kwargs, kwarg
 from pitstop.lint.context import ModuleContext
@@ -13,16 +14,16 @@ CODE = "LT016"
 CONVS = frozenset({"Conv1d", "Conv2d", "Conv3d", "LazyConv1d", "LazyConv2d", "LazyConv3d"})
 
 
-def _is_conv(node: ast.AST) -> bool:
+def _is_conv(node: ast.AST) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and callee_tail(node) in CONVS
 
 
-def _is_bn(node: ast.AST) -> bool:
+def _is_bn(node: ast.AST) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and callee_tail(node).startswith(
         ("BatchNorm", "SyncBatchNorm", "LazyBatchNorm"))
 
 
-def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.AST) -> None:
+def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.Call) -> None:
     bias = arg_or_kw(conv, 7, "bias")
     if bias is None and has_star_kwargs(conv):
         return
@@ -39,8 +40,8 @@ def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.AST) -> None:
         edit = Edit("arg_set", line, col, tail, index=7, value="False")
     ctx.report(
         CODE, conv,
-        f"`{tail}` has a bias (the default) and feeds `{callee_tail(bn)}` (line "  # type: ignore[arg-type]
-        f"{getattr(bn, 'lineno', '?')}), which subtracts the mean right away: the bias is "
+        f"`{tail}` has a bias (the default) and feeds `{callee_tail(bn)}` (line "
+        f"{bn.lineno}), which subtracts the mean right away: the bias is "
         "computed, stored and updated for nothing. Pass `bias=False`.",
         fix=Fix(UNSAFE, "pass bias=False", (edit,)),
     )
@@ -57,12 +58,12 @@ def check(ctx: ModuleContext) -> None:
                 seq = seq[0].elts
             for a, b in pairwise(seq):
                 if _is_conv(a) and _is_bn(b):
-                    _report(ctx, a, b)  # type: ignore[arg-type]
+                    _report(ctx, a, b)
     for lst in ast.walk(ctx.tree):
         if isinstance(lst, ast.List):
             for a, b in pairwise(lst.elts):
                 if _is_conv(a) and _is_bn(b):
-                    _report(ctx, a, b)  # type: ignore[arg-type]
+                    _report(ctx, a, b)
     # self.conv1 = Conv2d(...); self.bn1 = BatchNorm2d(...) used as bn1(conv1(x))
     # Names are per class: `self.conv` of one module is not `self.conv` of another.
     convs: dict[tuple[ast.AST | None, str], ast.Call] = {}

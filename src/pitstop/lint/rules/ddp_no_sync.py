@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from pitstop.lint.astutil import iter_shallow
-from pitstop.lint.context import LOOPS, ModuleContext
+from pitstop.lint.context import LOOPS, ModuleContext, State
 
 CODE = "LT010"
 
@@ -38,7 +38,7 @@ def check(ctx: ModuleContext) -> None:
         b, s = backwards[0], steps[0]
         gb, gs = _guards(ctx, b, hot.node), _guards(ctx, s, hot.node)
         accumulates = any(g not in gb for g in gs if isinstance(g, ast.If)
-                          and ctx.rarity(g.test, _state()) == "rare") \
+                          and ctx.rarity(g.test, State()) == "rare") \
             or any(isinstance(g, LOOPS) and g not in gs for g in gb)
         if not accumulates:
             continue
@@ -52,8 +52,3 @@ def check(ctx: ModuleContext) -> None:
             evidence=(("loop_line", hot.line),),
         )
 
-
-def _state():  # type: ignore[no-untyped-def]
-    from pitstop.lint.context import State
-
-    return State()
