@@ -87,8 +87,11 @@ class OutOfBudget(torch.nn.Module):
     """
 
     def __init__(self, inner: nn.Module, *, bytes_per_sample: int, budget: int,
-                 in_backward: bool = False, fail_calls: tuple[int, ...] = ()) -> None:
+                 in_backward: bool = False, fail_calls: tuple[int, ...] = (),
+                 runtime_error: str | None = None) -> None:
         super().__init__()
+        # Raise RuntimeError(runtime_error) instead, as cuBLAS/cuDNN/the CUDA runtime do.
+        self.runtime_error = runtime_error
         self.inner = inner
         self.bytes_per_sample = bytes_per_sample
         self.budget = budget
@@ -98,6 +101,8 @@ class OutOfBudget(torch.nn.Module):
 
     def _check(self, n: int) -> None:
         need = n * self.bytes_per_sample
+        if need > self.budget and self.runtime_error is not None:
+            raise RuntimeError(self.runtime_error)
         if need > self.budget:
             raise torch.OutOfMemoryError(
                 f"CUDA out of memory. Tried to allocate {need} bytes "

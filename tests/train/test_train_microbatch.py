@@ -96,6 +96,28 @@ def test_fp16_scaler_survives_the_retry() -> None:
     assert losses[-1] < losses[0]
 
 
+def test_library_allocation_failures_count_as_out_of_memory() -> None:
+    # cuBLAS handle/workspace allocation fails with a RuntimeError, not OutOfMemoryError
+    # (message as PyTorch's CUDABlasHandlePool raises it).
+    model = OutOfBudget(tiny_mlp(), bytes_per_sample=1000, budget=16 * 1000,
+                        runtime_error="CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+                                      "`cublasCreate(handle)`")
+    step = TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="fp32",
+                     microbatch="auto")
+    step(*tiny_data(64))
+    assert step.micro_batch_size == 16 and model.attempts[:3] == [64, 32, 16]
+
+
+def test_other_runtime_errors_are_not_retried() -> None:
+    model = OutOfBudget(tiny_mlp(), bytes_per_sample=1000, budget=16 * 1000,
+                        runtime_error="mat1 and mat2 shapes cannot be multiplied")
+    step = TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="fp32",
+                     microbatch="auto")
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        step(*tiny_data(64))
+    assert model.attempts == [64]
+
+
 def test_without_auto_the_error_propagates() -> None:
     model = budgeted(8)
     step = TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="fp32")

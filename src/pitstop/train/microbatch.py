@@ -46,6 +46,20 @@ def micro_batches(batch: Any, n: int, micro: int) -> Iterator[tuple[Any, float]]
         yield map_tensors(batch, cut), (stop - start) / n
 
 
+# Out-of-memory failures that do not come from the caching allocator (which raises
+# torch.OutOfMemoryError) but from libraries allocating on their own: the CUDA
+# runtime itself, cuBLAS and cuDNN workspaces.
+_OOM_MESSAGES = ("CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
+                 "CUDNN_STATUS_ALLOC_FAILED", "CUDA out of memory")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` means the device ran out of memory (worth a smaller micro-batch)."""
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and any(m in str(exc) for m in _OOM_MESSAGES)
+
+
 def count_micro_steps(n: int, micro: int) -> int:
     return math.ceil(n / micro)
 

@@ -295,7 +295,9 @@ class TrainStep:
                 # Under DDP no micro-step syncs: a rank that ran out of memory would
                 # leave the others waiting in the gradient all-reduce forever.
                 loss = self._micro_steps(inputs, targets, n, micro, sync_last=not distributed)
-            except torch.OutOfMemoryError:
+            except RuntimeError as exc:  # torch.OutOfMemoryError is one
+                if not mb.is_out_of_memory(exc):
+                    raise
                 oom = True
             if distributed:
                 flag_device = self.device if dist.get_backend(group) == "nccl" else torch.device("cpu")
