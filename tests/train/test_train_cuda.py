@@ -160,7 +160,8 @@ def test_compute_stream_waits_for_the_side_stream_copy() -> None:
 
 
 def test_batch_memory_is_not_reused_while_the_compute_stream_still_reads_it() -> None:
-    # The compute stream runs ~10 ms behind the host (a spin kernel before each read),
+    # The compute stream runs ~25 ms behind the host (a spin kernel before each read;
+    # the technique of PyTorch's own record_stream test, pytorch/pytorch#27371),
     # so by the time it reads batch i the host has handed out batch i+1 and dropped
     # batch i. Without record_stream the allocator would give batch i's memory to the
     # side-stream copy of batch i+2 or i+3 at once, and the read would see its values.
@@ -168,7 +169,7 @@ def test_batch_memory_is_not_reused_while_the_compute_stream_still_reads_it() ->
     torch.cuda.synchronize()
     seen = []
     for x in DevicePrefetcher(batches, "cuda"):
-        torch.cuda._sleep(20_000_000)  # ~10 ms of GPU clock cycles on the compute stream
+        torch.cuda._sleep(50_000_000)  # ~25 ms of GPU clock cycles on the compute stream
         seen.append(torch.stack(x.aminmax()))
     assert [t.tolist() for t in seen] == [[k + 1.0, k + 1.0] for k in range(8)]
 
