@@ -94,11 +94,13 @@ class TrainStep:
         loss_fn: ``loss_fn(outputs, targets)`` (or ``loss_fn(outputs)`` when targets is
             None), returning a mean-reduced scalar loss.
         precision: ``"auto"`` (see :mod:`pitstop.train.precision`), ``"bf16"``,
-            ``"fp16"`` (CUDA only; with a GradScaler) or ``"fp32"``.
+            ``"fp16"`` (CUDA, unless ``allow_fp16_on_cpu``; with a GradScaler; pass a
+            fused optimizer to keep the scaler's inf check on the device) or ``"fp32"``.
         accumulate: micro-batches per step. The batch is split along its first
             dimension; the effective batch is the whole batch.
         clip_grad_norm: clip the global gradient norm to this value (after unscaling).
-        scheduler: an LR scheduler stepped after each optimizer step that was taken.
+        scheduler: an LR scheduler stepped after each optimizer step that was taken
+            (after every call with fp16 and a fused optimizer, which skips on the device).
         microbatch: ``"auto"`` halves the micro-batch on out-of-memory (all ranks
             agree under DDP) and retries, keeping the effective batch.
         allow_fp16_on_cpu: run ``precision="fp16"`` (float16 autocast and a
