@@ -98,7 +98,8 @@ def compare(precision: str, accumulate: int, *, batch: int, rounds: int, steps: 
     t_pit: list[float] = []
     task = progress.add_task(f"{label}: {precision}, accumulate={accumulate}", total=rounds)
     for r in range(rounds):
-        order = [(plain, t_plain), (pitstop, t_pit)]
+        order: list[tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], list[float]]] = [
+            (plain, t_plain), (pitstop, t_pit)]
         if r % 2:
             order.reverse()
         for fn, sink in order:
