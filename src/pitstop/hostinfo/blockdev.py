@@ -162,7 +162,9 @@ def readahead_file(sr: Sysroot, mount: Mount, mounts: list[Mount]) -> tuple[str 
     res = BlockResolver(sr, mounts)
     res.from_mount(mount)
     if res.top is None:
-        return None, f"no block device for {mount.major_minor} ({mount.source})"
+        if mount.major != 0:
+            return None, f"no /sys/dev/block/{mount.major_minor} (not a block device)"
+        return None, f"no block device in sysfs for {mount.source}"
     name = posixpath.basename(res.top)
     desc = f"/dev/{name}"
     if res.top_partition:

@@ -28,6 +28,7 @@ from typing import Any
 
 from pitstop.hostinfo.blockdev import readahead_file
 from pitstop.hostinfo.container import detect_container, read_environ
+from pitstop.hostinfo.cpu import CPU_DIR, CPUFREQ_BOOST, INTEL_NO_TURBO, cpu_values, online_cpus
 from pitstop.hostinfo.kernel_text import mem_total_bytes, menu_choice, parse_size
 from pitstop.hostinfo.mounts import Mount, mount_for, read_mounts
 from pitstop.sysroot import Sysroot
@@ -49,7 +50,6 @@ __all__ = [
     "inspect_all",
 ]
 
-CPU_DIR = "/sys/devices/system/cpu"
 CSTATE_LATENCY_LIMIT_US = 99  # tuned accelerator-performance: force_latency=99
 SWAPPINESS_WANTED = 10
 READAHEAD_WANTED_KB = 4096
@@ -159,8 +159,8 @@ class Setting:
 
 
 def _cpus(sr: Sysroot) -> list[str]:
-    names = [n for n in sr.listdir(CPU_DIR) if re.fullmatch(r"cpu\d+", n)]
-    return sorted(names, key=lambda n: int(n[3:]))
+    """``cpuN`` of every online CPU (offline ones have no cpufreq policy to change)."""
+    return [f"cpu{n}" for n in online_cpus(sr)]
 
 
 def _ranges(nums: list[int]) -> str:
@@ -216,12 +216,9 @@ def _per_cpu(m: Machine, setting: str, rel: str, wanted: str, label: str = ""
     values: dict[str, str] = {}
     changes: list[Change] = []
     paths = []
-    for cpu in _cpus(m.sr):
-        path = f"{CPU_DIR}/{cpu}/{rel}"
-        value = m.sr.read_text(path)
-        if value is not None:
-            values[cpu] = value
-            paths.append((cpu, path))
+    for n, value in cpu_values(m.sr, online_cpus(m.sr), rel).items():
+        values[f"cpu{n}"] = value
+        paths.append((f"cpu{n}", f"{CPU_DIR}/cpu{n}/{rel}"))
     for cpu, path in _unique_paths(m, paths):
         if values[cpu] != wanted:
             target = f"{cpu} {label}" if label else cpu
@@ -284,8 +281,7 @@ def inspect_energy_preference(m: Machine) -> Reading:
 
 def inspect_boost(m: Machine) -> Reading:
     name = "boost"
-    no_turbo = f"{CPU_DIR}/intel_pstate/no_turbo"
-    boost = f"{CPU_DIR}/cpufreq/boost"
+    no_turbo, boost = INTEL_NO_TURBO, CPUFREQ_BOOST
     if m.sr.exists(no_turbo):
         value = m.sr.read_text(no_turbo) or "?"
         changes = [] if value == "0" else [

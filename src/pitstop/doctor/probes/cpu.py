@@ -7,57 +7,31 @@ from collections import Counter
 from typing import Any
 
 from pitstop.doctor.probes import ProbeContext, cgroup
-
-CPU_DIR = "/sys/devices/system/cpu"
-
-
-def parse_cpu_list(text: str | None) -> list[int]:
-    """``"0-3,8,10-11"`` -> ``[0, 1, 2, 3, 8, 10, 11]``."""
-    cpus: list[int] = []
-    for part in (text or "").strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            cpus.extend(range(int(lo), int(hi) + 1))
-        else:
-            cpus.append(int(part))
-    return cpus
+from pitstop.hostinfo.cpu import (
+    CPU_DIR,
+    CPUFREQ_BOOST,
+    INTEL_NO_TURBO,
+    cpu_values,
+    online_cpus,
+    parse_cpu_list,
+)
 
 
 def probe(ctx: ProbeContext) -> dict[str, Any]:
     sr = ctx.sysroot
-    online = parse_cpu_list(sr.read_text(f"{CPU_DIR}/online"))
-    if not online:
-        online = sorted(int(m.group(1)) for n in sr.listdir(CPU_DIR)
-                        if (m := re.fullmatch(r"cpu(\d+)", n)))
-    governors: dict[int, str] = {}
-    epp: dict[int, str] = {}
-    drivers: Counter[str] = Counter()
-    cores: set[tuple[int | None, int | None]] = set()
-    max_khz: list[int] = []
-    for cpu in online:
-        base = f"{CPU_DIR}/cpu{cpu}"
-        gov = sr.read_text(f"{base}/cpufreq/scaling_governor")
-        if gov:
-            governors[cpu] = gov
-        pref = sr.read_text(f"{base}/cpufreq/energy_performance_preference")
-        if pref:
-            epp[cpu] = pref
-        drv = sr.read_text(f"{base}/cpufreq/scaling_driver")
-        if drv:
-            drivers[drv] += 1
-        mk = sr.read_int(f"{base}/cpufreq/cpuinfo_max_freq", 10)
-        if mk:
-            max_khz.append(mk)
-        cores.add((sr.read_int(f"{base}/topology/physical_package_id", 10),
-                   sr.read_int(f"{base}/topology/core_id", 10)))
+    online = online_cpus(sr)
+    governors = cpu_values(sr, online, "cpufreq/scaling_governor")
+    epp = cpu_values(sr, online, "cpufreq/energy_performance_preference")
+    drivers = Counter(cpu_values(sr, online, "cpufreq/scaling_driver").values())
+    max_khz = [int(v) for v in cpu_values(sr, online, "cpufreq/cpuinfo_max_freq").values()
+               if v.isdigit() and int(v)]
+    cores = {(sr.read_int(f"{CPU_DIR}/cpu{cpu}/topology/physical_package_id", 10),
+              sr.read_int(f"{CPU_DIR}/cpu{cpu}/topology/core_id", 10)) for cpu in online}
     boost: dict[str, Any] = {}
-    generic = sr.read_int(f"{CPU_DIR}/cpufreq/boost", 10)
+    generic = sr.read_int(CPUFREQ_BOOST, 10)
     if generic is not None:
         boost["cpufreq_boost"] = generic
-    no_turbo = sr.read_int(f"{CPU_DIR}/intel_pstate/no_turbo", 10)
+    no_turbo = sr.read_int(INTEL_NO_TURBO, 10)
     if no_turbo is not None:
         boost["intel_no_turbo"] = no_turbo
     amd_boost = [sr.read_int(f"{CPU_DIR}/cpu{c}/cpufreq/boost", 10) for c in online[:1]]
