@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import asdict
@@ -228,6 +229,7 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
                 status_line.__exit__(None, None, None)
 
     started = time.perf_counter()
+    load_start = _load_average()
     result: LadderResult | None = None
     source = None
     workload: Any = None
@@ -283,7 +285,9 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
     plan_doc = {**asdict(plan), "quick": quick, "compile_timeout_s": compile_timeout,
                 "slower_rule": "left out when the median is >3% below the rung it builds on "
                                "and no repeat reaches that rung's median",
-                "wall_seconds": round(time.perf_counter() - started, 1)}
+                "wall_seconds": round(time.perf_counter() - started, 1),
+                # Other processes' demand for the CPUs while this ran: the main source of noise.
+                "load_average_start": load_start, "load_average_end": _load_average()}
     rec = report.recommendation(result, device=str(torch_device.type), batch_size=spec.batch_size,
                                 log_every=log_every)
     doc = report.build_document(result, machine=machine, workload=workload_doc, plan=plan_doc,
@@ -322,6 +326,13 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
         write_plot(plot_path, doc, title=title)
         err_console.print(f"pitstop bench: wrote {escape(str(plot_path))}", highlight=False)
     return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
+
+
+def _load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def _nullcontext() -> Any:

@@ -524,7 +524,8 @@ def run_ladder(workload: Workload, ctx: Context, *, selected: set[int] | None = 
                 base.status = "slower"
                 loss = 1 - base.measurement.median / best[1].median
                 base.reason = (f"{loss:.0%} slower than the rung it builds on "
-                               f"({best[1].median:.1f} samples/s); left out of the rungs above")
+                               f"({best[1].median:.1f} samples/s); left out of the rungs above"
+                               + _slower_hint(rung, base, workload))
                 keep = False
             else:
                 base.status = "kept"
@@ -568,6 +569,16 @@ def run_ideal(trainer: Trainer, workload: Workload, reporter: Reporter) -> RungR
     result.applied.update({"loader": None, "num_workers": None, "loss_read": "never per step"})
     reporter.rung_finished(result)
     return result
+
+
+def _slower_hint(rung: Rung, result: RungResult, workload: Workload) -> str:
+    """A likely cause, where one is known, appended to a "slower" reason."""
+    if rung.knob == "workers" and workload.device.type == "cpu":
+        workers = result.applied.get("num_workers")
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return (f"; on a CPU the {workers} worker process(es) compete with the training's "
+                f"{torch.get_num_threads()} intra-op threads for {cpus} CPUs")
+    return ""
 
 
 def _workers_blocked(workload: Workload) -> tuple[str, str] | None:

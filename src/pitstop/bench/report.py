@@ -345,9 +345,18 @@ def noisy_text(doc: dict[str, Any]) -> str | None:
     if not rows:
         return None
     names = ", ".join(r["name"] for r in rows)
+    plan = doc.get("plan") or {}
+    loads = [v for v in (plan.get("load_average_start"), plan.get("load_average_end"))
+             if v is not None]
+    cpus = (doc.get("machine") or {}).get("cpu_usable")
+    load = (f" (1-minute load average {' -> '.join(f'{v:g}' for v in loads)} on {cpus} CPUs)"
+            if loads and cpus else "")
+    above = [r for r in doc["rungs"] if (r.get("share_of_ideal") or 0) > 1.05]
+    ideal_note = (" Shares of ideal above 100% come from the same noise: the ideal row was "
+                  "measured at a busier moment." if above else "")
     return (f"noisy: the repeats of {names} differ by more than {NOISY_SPREAD:.0%} of their "
-            f"median; something else used this machine's CPUs meanwhile. Compare rungs with "
-            f"care, or rerun on an idle machine (more --repeats helps the median).")
+            f"median; other processes competed for the CPUs{load}. Compare rungs with care, "
+            f"or rerun on an idle machine (more --repeats steadies the median).{ideal_note}")
 
 
 def ddp_text(ddp: dict[str, Any] | None) -> str | None:
