@@ -95,7 +95,11 @@ def fix_results(run: RunResult, options: LintOptions,
 
                     encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
             prefix = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
-            atomic_write_bytes(path, prefix + text.encode(encoding))
+            try:
+                atomic_write_bytes(path, prefix + text.encode(encoding))
+            except (OSError, UnicodeError) as err:
+                result.diagnostics.append(Diagnostic(result.path, f"cannot write the fix: {err}"))
+                continue
         result.findings = findings
         changed.append((result.path, old, text, fixed))
     return changed
