@@ -76,9 +76,9 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
     if unsafe_fixes and not (fix or diff):
         raise UsageError("--unsafe-fixes only makes sense with --fix or --diff")
     targets = list(paths) or [Path(".")]
-    config = load_config(config_path if config_path else find_pyproject(targets[0]))
     if config_path is not None and not config_path.is_file():
         raise UsageError(f"--config {config_path}: no such file")
+    config = load_config(config_path if config_path else find_pyproject(targets[0]))
     sel_select = _split(select) or config.select
     sel_ignore = _split(ignore) + config.ignore
     _check_codes(_split(select), "--select")
