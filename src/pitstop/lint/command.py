@@ -114,7 +114,8 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
             for path, old, new, _n in changed:
                 click.echo("".join(difflib.unified_diff(
                     old.splitlines(keepends=True), new.splitlines(keepends=True),
-                    fromfile=f"a/{path}", tofile=f"b/{path}")), nl=False)
+                    fromfile=path if path.startswith("/") else f"a/{path}",
+                    tofile=path if path.startswith("/") else f"b/{path}")), nl=False)
         elif changed:
             fixed_n = sum(n for n in (c[3] for c in changed))
             click.echo(f"Fixed {fixed_n} finding{'s' if fixed_n != 1 else ''} in "
