@@ -115,3 +115,12 @@ def test_no_remedy_or_doc_names_an_unknown_setting(facts_of) -> None:
     named = {n for t in texts for n in named_settings(t)}
     assert named >= set(MANAGED.values())
     assert named <= set(SETTING_NAMES), named - set(SETTING_NAMES)
+
+
+def test_swappiness_with_unknown_swap_is_still_judged(facts_of) -> None:
+    facts = facts_of("rtx4090-workstation")
+    facts["memory"].update(swappiness=60, swap_total_bytes=None)
+    r = next(r for r in run_checks(facts) if r.code == "DR052")
+    assert r.status == "warning" and r.evidence["swap_total"] == "?"
+    facts["memory"]["swap_total_bytes"] = 0
+    assert next(r for r in run_checks(facts) if r.code == "DR052").status == "ok"

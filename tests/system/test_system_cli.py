@@ -136,7 +136,7 @@ def test_apply_writes_values_after_saving_state(pitstop_cli, machine, tmp_path) 
     assert (root / "sys/devices/system/cpu/intel_pstate/no_turbo").read_text() == "0\n"
     assert (root / "proc/sys/vm/swappiness").read_text() == "10\n"
     assert (root / THP).read_text() == "madvise\n"
-    gpu = json.loads((root / "nvml.json").read_text())["gpus"][0]
+    gpu = json.loads((root / "pitstop-recorded/nvml.json").read_text())["gpus"][0]
     assert gpu["persistence_mode"] is True and gpu["power_limit_w"] == 450.0
     assert "size=32768000k" in (root / "proc/self/mountinfo").read_text()
 
@@ -229,7 +229,7 @@ def test_failure_half_way_rolls_back_and_reports(pitstop_cli, machine, digest) -
 
 def test_tool_that_silently_does_nothing_is_caught(pitstop_cli, machine, digest) -> None:
     root = machine(WS)
-    nvml = root / "nvml.json"
+    nvml = root / "pitstop-recorded/nvml.json"
     doc = json.loads(nvml.read_text())
     doc["gpus"][0]["fake_power_limit_locked"] = True
     nvml.write_text(json.dumps(doc, indent=2) + "\n")

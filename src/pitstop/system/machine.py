@@ -9,8 +9,9 @@ not files on a real machine:
 
 - **GPUs.** On the live machine they are read through NVML
   (:mod:`pitstop.telemetry.nvml`). A fake tree has no driver, so its GPUs are the
-  recorded NVML values in ``DIR/nvml.json`` (``{"gpus": [{...}, ...]}``, the field
-  names of :data:`pitstop.telemetry.nvml.GPU_FIELDS`). No ``nvml.json``: no GPU.
+  recorded NVML values in ``DIR/pitstop-recorded/nvml.json`` — the doctor's recording
+  (``{"gpus": [{...}, ...], ...}``, the field names of
+  :data:`pitstop.telemetry.nvml.GPU_FIELDS`). No recording: no GPU.
 - **Tools** (``nvidia-smi``, ``mount``). On the live machine they are found on
   ``$PATH``; under a fake tree only inside it (``DIR/usr/bin``, ``DIR/usr/sbin``,
   ``DIR/bin``, ``DIR/sbin``). So a test can never run the real ``nvidia-smi`` against a
@@ -19,12 +20,12 @@ not files on a real machine:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass
 from typing import Any
 
+from pitstop.hostinfo.recorded import RECORDED_DIR, read_recording
 from pitstop.sysroot import Sysroot
 
 __all__ = [
@@ -69,7 +70,7 @@ class GpuState:
 
 GPU_SETTING_FIELDS = ("name", "pci_bus_id", "persistence_mode", "power_limit_w",
                       "power_default_limit_w", "power_max_limit_w")
-FAKE_NVML = "nvml.json"
+RECORDED_NVML = f"{RECORDED_DIR}/nvml.json"
 
 
 def _gpu_from_snapshot(snap: dict[str, Any]) -> GpuState:
@@ -92,15 +93,14 @@ def _gpu_from_snapshot(snap: dict[str, Any]) -> GpuState:
 def read_gpus(sr: Sysroot) -> tuple[list[GpuState], str]:
     """The GPUs and, when there are none to show, why (``([], reason)``)."""
     if not sr.is_live:
-        path = sr.path("/" + FAKE_NVML)
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return [], "no NVIDIA GPU in this tree (no nvml.json)"
-        except (OSError, ValueError) as err:
-            return [], f"unreadable {path}: {err}"
+            doc = read_recording(sr, "nvml")
+        except ValueError as err:
+            return [], f"unreadable {RECORDED_NVML}: {err}"
+        if doc is None:
+            return [], f"no NVIDIA GPU in this tree (no {RECORDED_NVML})"
         gpus = [_gpu_from_snapshot(g) for g in doc.get("gpus", []) if isinstance(g, dict)]
-        return gpus, "" if gpus else "no GPU listed in nvml.json"
+        return gpus, "" if gpus else f"no GPU listed in {RECORDED_NVML}"
     from pitstop.telemetry.nvml import GPU_FIELDS, NvmlUnavailableError, gpu_snapshot, nvml_session
 
     fields = {k: GPU_FIELDS[k] for k in GPU_SETTING_FIELDS}

@@ -29,7 +29,7 @@ from typing import Any
 from pitstop.hostinfo.blockdev import readahead_file
 from pitstop.hostinfo.container import detect_container, read_environ
 from pitstop.hostinfo.cpu import CPU_DIR, CPUFREQ_BOOST, INTEL_NO_TURBO, cpu_values, online_cpus
-from pitstop.hostinfo.kernel_text import mem_total_bytes, menu_choice, parse_size
+from pitstop.hostinfo.kernel_text import mem_total_bytes, menu_choice, parse_meminfo, parse_size
 from pitstop.hostinfo.mounts import Mount, mount_for, read_mounts
 from pitstop.sysroot import Sysroot
 from pitstop.system.actions import Action, FileWrite, RunCommand
@@ -426,10 +426,9 @@ def inspect_gpu_power_limit(m: Machine) -> Reading:
 
 
 def _swap_active(sr: Sysroot) -> bool | None:
-    text = sr.read_text("/proc/swaps")
-    if text is None:
-        return None
-    return len(text.splitlines()) > 1
+    """SwapTotal > 0 in /proc/meminfo (as the doctor's DR052 reads it); None: unknown."""
+    total = parse_meminfo(sr.read_text("/proc/meminfo") or "").get("SwapTotal")
+    return None if total is None else total > 0
 
 
 def inspect_swappiness(m: Machine) -> Reading:

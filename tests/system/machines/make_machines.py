@@ -4,7 +4,8 @@
 The trees are hand-made: every file follows the format the kernel documents for it
 (Documentation/admin-guide/pm/cpufreq.rst, intel_pstate.rst, cpuidle.rst,
 admin-guide/mm/transhuge.rst, block/queue-sysfs.rst, proc(5) for mountinfo/meminfo/swaps),
-with values typical of the machine each one imitates. ``nvml.json`` holds the NVML
+with values typical of the machine each one imitates. ``pitstop-recorded/nvml.json``
+(the doctor's recording format) holds the NVML
 fields pitstop reads (names of pitstop.telemetry.nvml.GPU_FIELDS), and ``usr/bin`` holds
 fake ``nvidia-smi``/``mount`` that change those files the way the real tools change the
 machine (see fake_tools/). Each tree's ORIGIN.txt says what it stands for.
@@ -66,8 +67,9 @@ def intel_cpus(root: Path, n: int, governor: str, epp: str, epb: str) -> None:
 
 def gpus(root: Path, entries: list[dict]) -> None:
     doc = {"source": "hand-made: NVML field values of the GPU named, as pitstop reads them",
-           "gpus": entries}
-    (root / "nvml.json").write_text(json.dumps(doc, indent=2) + "\n")
+           "available": True, "gpus": entries}
+    (root / "pitstop-recorded").mkdir(parents=True, exist_ok=True)
+    (root / "pitstop-recorded/nvml.json").write_text(json.dumps(doc, indent=2) + "\n")
 
 
 def workstation(root: Path) -> None:
@@ -82,7 +84,8 @@ def workstation(root: Path) -> None:
     put(root, "/proc/swaps",
         "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
         "/dev/nvme0n1p3                          partition\t8388604\t\t0\t\t-2\n")
-    put(root, "/proc/meminfo", "MemTotal:       65536000 kB\nMemFree:        60000000 kB\n")
+    put(root, "/proc/meminfo", "MemTotal:       65536000 kB\nMemFree:        60000000 kB\n"
+        "MemAvailable:   61000000 kB\nSwapTotal:       8388604 kB\nSwapFree:        8388604 kB\n")
     put(root, "/proc/self/mountinfo",
         "21 28 0:20 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw\n"
         "22 28 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:13 - proc proc rw\n"
@@ -125,7 +128,8 @@ def container(root: Path) -> None:
     put(root, "/proc/swaps",
         "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
         "/swap.img                               file\t\t2097148\t\t0\t\t-2\n")
-    put(root, "/proc/meminfo", "MemTotal:       32768000 kB\n")
+    put(root, "/proc/meminfo", "MemTotal:       32768000 kB\nMemAvailable:   30000000 kB\n"
+        "SwapTotal:       2097148 kB\nSwapFree:        2097148 kB\n")
     put(root, "/proc/1/cgroup", "0::/\n")
     put(root, "/proc/self/mountinfo",
         "612 540 0:52 / / rw,relatime master:313 - overlay overlay rw,lowerdir=/var/lib/"
@@ -153,7 +157,8 @@ def cloud_vm(root: Path) -> None:
     put(root, "/sys/kernel/mm/transparent_hugepage/enabled", "[always] madvise never\n")
     put(root, "/proc/sys/vm/swappiness", "60\n")
     put(root, "/proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n")
-    put(root, "/proc/meminfo", "MemTotal:       16384000 kB\n")
+    put(root, "/proc/meminfo", "MemTotal:       16384000 kB\nMemAvailable:   15000000 kB\n"
+        "SwapTotal:             0 kB\nSwapFree:              0 kB\n")
     put(root, "/proc/self/mountinfo",
         "28 1 254:1 / / rw,relatime - ext4 /dev/vda1 rw\n"
         "25 24 0:23 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw,inode64\n"

@@ -90,8 +90,9 @@ def swappiness(facts: Facts) -> Outcome:
     sw = mem.get("swappiness")
     if sw is None:
         raise CannotCheck("/proc/sys/vm/swappiness is not readable")
-    ev = {"vm_swappiness": sw, "swap_total": gib(mem.get("swap_total_bytes") or 0)}
-    if not mem.get("swap_total_bytes"):
+    swap = mem.get("swap_total_bytes")
+    ev = {"vm_swappiness": sw, "swap_total": gib(swap)}
+    if swap == 0:  # unknown (None) is judged as if there were swap
         return ok(f"vm.swappiness={sw}, no swap configured", **ev)
     if sw > 10:
         return warning(f"vm.swappiness={sw}: the kernel swaps out idle memory early (dataset "

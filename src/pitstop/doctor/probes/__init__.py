@@ -14,17 +14,16 @@ under a sysroot, from recordings in ``DIR/pitstop-recorded/`` (see
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pitstop.hostinfo.container import read_environ
+from pitstop.hostinfo.recorded import RECORDED_DIR, read_recording
 from pitstop.sysroot import Sysroot
 
 __all__ = ["RECORDED_DIR", "Probe", "ProbeContext", "probes", "read_environ"]
 
-RECORDED_DIR = "/pitstop-recorded"
 
 
 @dataclass
@@ -54,11 +53,7 @@ class ProbeContext:
         with that reason rather than silently using nothing).
         """
         if name not in self._recorded:
-            text = self.sysroot.read_text(f"{RECORDED_DIR}/{name}.json")
-            try:
-                self._recorded[name] = json.loads(text) if text is not None else None
-            except json.JSONDecodeError as err:
-                raise ValueError(f"recorded {name}.json is not valid JSON: {err}") from None
+            self._recorded[name] = read_recording(self.sysroot, name)
         return self._recorded[name]
 
 
