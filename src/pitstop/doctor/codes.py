@@ -323,7 +323,7 @@ DOCS = [
        "The kernel default of 128 KiB makes a hard disk stop and seek every 128 KiB while a "
        "loader streams large files or shards; a few MiB of readahead keeps it reading.",
        "```\nreadahead of dm-0 is 128 KiB\n```",
-       "```sh\nsudo blockdev --setra 2048 /dev/dm-0   # 512-byte units: 1 MiB\n```\n"
+       "```sh\nsudo blockdev --setra 8192 /dev/dm-0   # 512-byte units: 4 MiB\n```\n"
        + _SA.format("readahead"),
        "safe: readahead only changes how much the kernel prefetches; resets at reboot."),
     # ---------------------------------------------------------------- CPU

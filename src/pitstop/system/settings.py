@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from pitstop.hostinfo.blockdev import readahead_file
+from pitstop.hostinfo.blockdev import READAHEAD_WANTED_KB, readahead_file
 from pitstop.hostinfo.container import detect_container, read_environ
 from pitstop.hostinfo.cpu import CPU_DIR, CPUFREQ_BOOST, INTEL_NO_TURBO, cpu_values, online_cpus
 from pitstop.hostinfo.kernel_text import mem_total_bytes, menu_choice, parse_meminfo, parse_size
@@ -52,7 +52,6 @@ __all__ = [
 
 CSTATE_LATENCY_LIMIT_US = 99  # tuned accelerator-performance: force_latency=99
 SWAPPINESS_WANTED = 10
-READAHEAD_WANTED_KB = 4096
 SHM_ENOUGH_BYTES = 16 * 2**30
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
 
