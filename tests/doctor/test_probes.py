@@ -144,6 +144,19 @@ def test_shm_from_proc_mounts_when_no_mountinfo(tmp_path: Path) -> None:
     assert facts["shm"]["size_bytes"] == 64 << 20 and facts["shm"]["source"] == "/proc/mounts"
 
 
+def test_shm_size_as_a_share_of_ram_is_read_by_doctor_and_system(tmp_path: Path) -> None:
+    from pitstop.system.settings import Machine, shm_size_bytes
+
+    t = gen.Tree(tmp_path)
+    t.file("/proc/meminfo", "MemTotal: 8388608 kB\nMemAvailable: 524288 kB\n")
+    t.file("/proc/self/mountinfo",
+           "25 24 0:23 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw,size=25%\n")
+    facts = memory.probe(ctx_for(tmp_path))
+    assert facts["shm"]["size_bytes"] == 2 << 30 and facts["shm"]["size_option"] == "25%"
+    size, _ = shm_size_bytes(Machine.probe(Sysroot.of(tmp_path), gpus=False))
+    assert size == 2 << 30
+
+
 def test_a_bad_recording_fails_only_its_probe(tmp_path: Path) -> None:
     t = gen.Tree(tmp_path)
     t.file("/pitstop-recorded/python.json", "{not json")

@@ -19,7 +19,6 @@ directions (under the ``performance`` governor the kernel pins EPP to
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,8 +28,9 @@ from typing import Any
 from pitstop.hostinfo.blockdev import READAHEAD_WANTED_KB, readahead_file
 from pitstop.hostinfo.container import detect_container, read_environ
 from pitstop.hostinfo.cpu import CPU_DIR, CPUFREQ_BOOST, INTEL_NO_TURBO, cpu_values, online_cpus
-from pitstop.hostinfo.kernel_text import mem_total_bytes, menu_choice, parse_meminfo, parse_size
+from pitstop.hostinfo.kernel_text import mem_total_bytes, menu_choice, parse_meminfo
 from pitstop.hostinfo.mounts import Mount, mount_for, read_mounts
+from pitstop.hostinfo.shm import shm_size
 from pitstop.sysroot import Sysroot
 from pitstop.system.actions import Action, FileWrite, RunCommand
 from pitstop.system.machine import (
@@ -509,20 +509,13 @@ def _size_text(n: int) -> str:
 
 
 def shm_size_bytes(m: Machine) -> tuple[int | None, str]:
-    """Size of /dev/shm and where the number came from."""
-    mount = mount_for("/dev/shm", m.mounts)
-    if mount is None or mount.mount_point != "/dev/shm":
+    """Size of /dev/shm and where the number came from (as the doctor's DR050 reads it)."""
+    shm = shm_size(m.sr, mem_total_bytes(m.sr))
+    if not shm.mounted:
         return None, "/dev/shm is not a mount of its own"
-    option = mount.super_option("size")
-    size = parse_size(option) if option is not None else None
-    if size is not None:
-        return size, "mount option size="
-    if m.sr.is_live:
-        st = os.statvfs("/dev/shm")
-        return st.f_blocks * st.f_frsize, "statvfs"
-    total = mem_total_bytes(m.sr)
-    # tmpfs hides size= when it is the default: half of RAM.
-    return (total // 2 if total else None), "tmpfs default (half of RAM)"
+    if shm.size_bytes is None:
+        return None, f"the size of /dev/shm is unknown (size={shm.size_option})"
+    return shm.size_bytes, shm.source
 
 
 def inspect_shm(m: Machine) -> Reading:

@@ -2,49 +2,28 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from pitstop.doctor.probes import ProbeContext, cgroup
-from pitstop.hostinfo.kernel_text import menu_choice, parse_meminfo, parse_size
-from pitstop.hostinfo.mounts import MOUNTINFO, read_mounts
+from pitstop.hostinfo.kernel_text import menu_choice, parse_meminfo
+from pitstop.hostinfo.shm import shm_size
 
 
 def shm_facts(ctx: ProbeContext, mem_total: int | None) -> dict[str, Any]:
-    """Size of /dev/shm: statvfs live, else the ``size=`` option in mountinfo."""
-    sr = ctx.sysroot
-    source = MOUNTINFO
-    # (mount point, fstype, superblock and mount options): the size= option is a
-    # superblock option in mountinfo and a plain option in /proc/mounts.
-    entries = [(m.mount_point, m.fstype, ",".join(m.super_options + m.options))
-               for m in read_mounts(sr)]
-    if not entries:
-        source = "/proc/mounts"
-        for line in (sr.read_text(source) or "").splitlines():
-            parts = line.split()
-            if len(parts) >= 4:
-                entries.append((parts[1], parts[2], parts[3]))
-    mine = [e for e in entries if e[0] == "/dev/shm"]
-    out: dict[str, Any] = {"mounted": bool(mine)}
-    if mine:
-        _, fstype, opts = mine[-1]  # the last mount on a path is the visible one
-        out["fstype"] = fstype
-        sizes = [o[5:] for o in opts.split(",") if o.startswith("size=")]
-        out["size_option"] = sizes[0] if sizes else None
-        if sizes:
-            out["size_bytes"] = parse_size(sizes[0])
-        elif fstype == "tmpfs" and mem_total:
-            out["size_bytes"] = mem_total // 2  # the tmpfs default
+    """Size of /dev/shm (:func:`pitstop.hostinfo.shm.shm_size`) as facts."""
+    shm = shm_size(ctx.sysroot, mem_total)
+    out: dict[str, Any] = {"mounted": shm.mounted}
+    if shm.mounted:
+        out.update(fstype=shm.fstype, size_option=shm.size_option)
+        if shm.size_option is not None or shm.default_half_of_ram:
+            out["size_bytes"] = shm.size_bytes
+        if shm.default_half_of_ram:
             out["size_is_default_half_of_ram"] = True
-        out["source"] = source
-    if ctx.live:
-        try:
-            st = os.statvfs("/dev/shm")
-            out["size_bytes"] = st.f_frsize * st.f_blocks
-            out["free_bytes"] = st.f_frsize * st.f_bavail
-            out["source"] = "statvfs(/dev/shm)"
-        except OSError as err:
-            out["statvfs_error"] = str(err)
+        out["source"] = shm.source
+    if shm.free_bytes is not None:
+        out.update(size_bytes=shm.size_bytes, free_bytes=shm.free_bytes, source=shm.source)
+    if shm.statvfs_error is not None:
+        out["statvfs_error"] = shm.statvfs_error
     return out
 
 
