@@ -29,6 +29,9 @@ STATE = "var/lib/pitstop/state.json"
 UNIT = "etc/systemd/system/pitstop-system.service"
 WANTS = "etc/systemd/system/multi-user.target.wants/pitstop-system.service"
 GOV0 = "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"
+CONTRACT_NAMES = ("governor", "energy-preference", "boost", "min-perf-pct", "cstate-latency",
+                  "gpu-persistence", "gpu-power-limit", "swappiness", "thp", "readahead",
+                  "shm")
 
 
 def sys_cli(cli, root: Path, *args: str, env: dict[str, str] | None = None):
@@ -70,6 +73,22 @@ def test_show_in_container_says_so_and_names_host_commands(pitstop_cli, machine)
     doc = json.loads(sys_cli(pitstop_cli, root, "show", "--json").stdout)
     assert doc["environment"]["container"] == "docker"
     assert "SY012" in {f["code"] for f in doc["findings"]}
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_show_is_readable_at_80_and_200_columns(pitstop_cli, machine, columns: int) -> None:
+    root = machine(WS)
+    r = sys_cli(pitstop_cli, root, "show", "--data", DATA, env={"COLUMNS": str(columns)})
+    lines = r.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    table = [line for line in lines if line.startswith("│")]
+    names = {line.split("│")[1].strip() for line in table} - {""}
+    # every setting name whole on one line: no name broken over two rows
+    assert names == set(CONTRACT_NAMES), names
+    header = next(line for line in lines if "setting" in line and "status" in line)
+    assert ("note" in header) == (columns >= 120)
+    assert "Notes:" in r.stdout or columns >= 120
+    assert "/dev/cpu_dma_latency" in r.stdout.replace("\n", "")  # the note, somewhere
 
 
 # ---------------------------------------------------------------- bad input

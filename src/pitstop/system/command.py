@@ -31,6 +31,8 @@ from pitstop.system.settings import (
 )
 from pitstop.system.state import STATE_PATH, UNIT_PATH, State
 
+# Below this many columns `show` prints the notes under the table, not in a column.
+NOTE_COLUMN_MIN_WIDTH = 120
 STATUS_STYLE = {Status.OK: "green", Status.DIFFERS: "bold yellow",
                 Status.UNSUPPORTED: "dim", Status.UNKNOWN: "cyan"}
 
@@ -197,17 +199,29 @@ def _print_show(m: Machine, readings: list[tuple[Setting, Reading]],
     from rich.table import Table
 
     console = _console()
+    # A note column is readable only on a wide terminal; on a narrow one the notes
+    # follow the table, one per line, so the columns keep their words whole.
+    wide = console.width >= NOTE_COLUMN_MIN_WIDTH
     table = Table(title="pitstop system: OS settings for training")
-    for col in ("setting", "status", "current", "wanted", "note"):
-        table.add_column(col, overflow="fold")
+    table.add_column("setting", no_wrap=True, min_width=max(len(n) for n in SETTING_NAMES))
+    table.add_column("status", no_wrap=True)
+    table.add_column("current", overflow="fold", ratio=3)
+    table.add_column("wanted", overflow="fold", ratio=2)
+    if wide:
+        table.add_column("note", overflow="fold", ratio=4)
     for s, r in readings:
-        table.add_row(s.name, f"[{STATUS_STYLE[r.status]}]{r.status.value}[/]",
-                      escape(r.current), escape(r.wanted),
-                      f"[dim]{escape(r.detail)}[/]" if r.detail else "")
+        row = [s.name, f"[{STATUS_STYLE[r.status]}]{r.status.value}[/]",
+               escape(r.current), escape(r.wanted)]
+        if wide:
+            row.append(f"[dim]{escape(r.detail)}[/]" if r.detail else "")
+        table.add_row(*row)
     console.print(table)
+    notes = [(s.name, r.detail) for s, r in readings if r.detail]
+    if notes and not wide:
+        console.print("[bold]Notes:[/]")
+        console.print(_name_grid([(n, f"[dim]{escape(d)}[/]") for n, d in notes]))
     console.print("[bold]Why:[/]")
-    for s, _r in readings:
-        console.print(f"  [bold]{s.name}[/]: {escape(s.why)}")
+    console.print(_name_grid([(s.name, escape(s.why)) for s, _r in readings]))
     for note in _environment_notes(m):
         console.print(f"[bold]note:[/] {escape(note)}")
     differ = [s.name for s, r in readings if r.status is Status.DIFFERS]
@@ -220,6 +234,18 @@ def _print_show(m: Machine, readings: list[tuple[Setting, Reading]],
         console.print(f"pitstop changed this machine on {state.created} "
                       f"({len(state.entries)} values saved in {STATE_PATH}); "
                       "`sudo pitstop system revert --yes` restores them.")
+
+
+def _name_grid(rows: list[tuple[str, str]]) -> Any:
+    """Setting names beside texts that wrap under themselves, not under the name."""
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(overflow="fold")
+    for name, text in rows:
+        grid.add_row(f"  {name}", text)
+    return grid
 
 
 def _print_host_commands(console: Any, m: Machine, readings: list[tuple[Setting, Reading]],
