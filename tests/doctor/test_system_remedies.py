@@ -124,3 +124,24 @@ def test_swappiness_with_unknown_swap_is_still_judged(facts_of) -> None:
     assert r.status == "warning" and r.evidence["swap_total"] == "?"
     facts["memory"]["swap_total_bytes"] = 0
     assert next(r for r in run_checks(facts) if r.code == "DR052").status == "ok"
+
+
+def test_terminal_report_gathers_the_system_settings_into_one_command(
+        pitstop_cli, tmp_path) -> None:
+    import shutil
+
+    from doctor_helpers import MACHINES
+
+    r = pitstop_cli("doctor", "--sysroot", str(MACHINES / "powersave"), "--data",
+                    "/data/imagenet", env={"COLUMNS": "100"})
+    assert r.returncode == 1, r.stderr
+    line = next(x for x in r.stdout.splitlines() if "sudo pitstop system apply --only" in x)
+    names = line.split("--only", 1)[1].split()[0]
+    assert set(names.split(",")) == {"governor", "boost", "energy-preference", "swappiness"}
+    # and `pitstop system` accepts exactly that command (a dry run on a copy of the tree)
+    tree = tmp_path / "powersave"
+    shutil.copytree(MACHINES / "powersave", tree, symlinks=True)
+    r = pitstop_cli("system", "apply", "--only", names, "--sysroot", str(tree))
+    assert r.returncode == 0 and "Dry run" in r.stdout, (r.stdout, r.stderr)
+    planned = {x.split()[0] for x in r.stdout.splitlines() if " -> " in x}
+    assert planned == set(names.split(",")), r.stdout  # each one would really change

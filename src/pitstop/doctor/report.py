@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from pitstop.doctor.checks.base import LAYERS, CheckResult
@@ -107,6 +108,19 @@ def code_ranges(codes: list[str]) -> str:
     return "\n".join(parts)
 
 
+_SYSTEM_APPLY = re.compile(r"pitstop system apply[^\n]*?--only[ =]([a-z-]+)")
+
+
+def system_settings(fixes: list[CheckResult]) -> list[str]:
+    """The `pitstop system apply --only` settings the fixes name, in order, once each."""
+    out: list[str] = []
+    for r in fixes:
+        for name in _SYSTEM_APPLY.findall(r.remedy.text if r.remedy else ""):
+            if name not in out:
+                out.append(name)
+    return out
+
+
 def render_terminal(facts: dict[str, Any], results: list[CheckResult], console: Any,
                     verbose: bool = False) -> None:
     """Print the table (by layer), then the fixes in order of expected impact."""
@@ -165,6 +179,12 @@ def render_terminal(facts: dict[str, Any], results: list[CheckResult], console: 
                 console.print(f"   {escape(line)}", highlight=False, soft_wrap=shell)
             if r.remedy.note:
                 console.print(f"   [dim]({escape(r.remedy.note)})[/]")
+        settings = system_settings(fixes)
+        if len(settings) > 1:
+            console.print("\n[bold]The OS settings above in one step[/] (without --yes: a "
+                          "dry run; `sudo pitstop system revert --yes` undoes it):")
+            console.print(f"   sudo pitstop system apply --only {','.join(settings)} --yes",
+                          highlight=False, soft_wrap=True)
     counts = summary(results)
     ms = sum((facts.get("meta") or {}).get("probe_ms", {}).values())
     console.print(f"\n{counts['problem']} problem(s), {counts['warning']} warning(s), "
