@@ -180,12 +180,18 @@ def bench(device: str, quick: bool, rungs: str | None, steps: int | None, repeat
         torch_device = distributed.device_for(info, torch_device)
         group = distributed.Group(info, torch_device)
     try:
-        return _run(torch_device=torch_device, quick=quick, selected=selected, steps=steps,
+        code = _run(torch_device=torch_device, quick=quick, selected=selected, steps=steps,
                     repeats=repeats, warmup=warmup, batch_size=batch_size, data_dir=data_dir,
                     images=images, model_size=model_size, image_size=image_size,
                     compile_timeout=compile_timeout, log_every=log_every, json_path=json_path,
                     plot_path=plot_path, group=group,
                     err_console=Console(stderr=True), out_console=Console())
+        if group is not None:
+            # Tear the group down together: a rank that destroys it while rank 0 still
+            # writes its report can abort in gloo's teardown. (If a rank failed instead,
+            # torchrun stops the others.)
+            group.barrier()
+        return code
     finally:
         if group is not None:
             group.close()

@@ -12,6 +12,7 @@ interval; the global rate of a repeat is the sum of the ranks' rates.
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 import os
 from dataclasses import dataclass, replace
 from typing import Any
@@ -125,6 +126,10 @@ def run_ddp_rung(group: Group, workload: Workload, knobs: Knobs, *,
     finally:
         if trainer is not None:
             trainer.close()
+        # The DDP model's reducer must be gone before the process group is destroyed;
+        # left to the garbage collector it can die at exit, after the group, and abort.
+        trainer = None
+        gc.collect()
     failures = group.sum_list([1.0 if local is None else 0.0])[0]
     if local is None or failures:
         record["status"] = "failed"
