@@ -1,5 +1,6 @@
 """The linter never crashes on bad input: every problem is a diagnostic naming the file,
-and the other files are still linted (exit status 2 because the input had errors)."""
+and the other files are still linted. A file that cannot be checked is exit status 1 (as in
+ruff: it is something wrong with the code); a named path that cannot be used is 2."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def _tree(tmp_path):
 def test_bad_inputs_become_diagnostics(tmp_path, pitstop_cli) -> None:
     _tree(tmp_path)
     r = pitstop_cli("lint", str(tmp_path), "--format", "json", timeout=120)
-    assert r.returncode == 2, r.stderr
+    assert r.returncode == 1, r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
     for name, words in [("broken.py", "syntax error"), ("latin1.py", "cannot decode"),
                         ("nul.py", "null bytes"), ("broken.ipynb", "notebook"),
@@ -86,7 +87,7 @@ def test_unreadable_directory() -> None:
     finally:
         locked.chmod(0o755)
         shutil.rmtree(tmp_path, ignore_errors=True)
-    assert r.returncode == 2, r.stderr
+    assert r.returncode == 1, r.stderr
     assert f"{locked}: error: cannot list directory" in r.stderr
     assert "good.py:6:11: LT001" in r.stdout
     assert "Traceback" not in r.stderr
@@ -96,3 +97,19 @@ def test_missing_path_is_an_input_error(tmp_path, pitstop_cli) -> None:
     r = pitstop_cli("lint", str(tmp_path / "nope.py"))
     assert r.returncode == 2
     assert "nope.py: error: no such file or directory" in r.stderr
+
+
+def test_syntax_error_alone_is_exit_1(tmp_path, pitstop_cli) -> None:
+    # Only a file that does not parse, no finding: still 1, the code needs attention.
+    (tmp_path / "broken.py").write_text("import torch\ndef f(:\n")
+    r = pitstop_cli("lint", str(tmp_path / "broken.py"))
+    assert r.returncode == 1, r.stderr
+    assert "broken.py:2: error: syntax error" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_missing_path_beats_findings(tmp_path, pitstop_cli) -> None:
+    # A named path that is not there is an input error even when other files have findings.
+    (tmp_path / "good.py").write_text(TRAIN)
+    r = pitstop_cli("lint", str(tmp_path / "good.py"), str(tmp_path / "nope"))
+    assert r.returncode == 2, r.stderr
+    assert "good.py:6:11: LT001" in r.stdout

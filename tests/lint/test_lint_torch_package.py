@@ -20,7 +20,7 @@ def test_lint_whole_torch_package_without_internal_errors(pitstop_cli) -> None:
     r = pitstop_cli("lint", str(root), "--format", "json", "--no-gitignore", timeout=240)
     assert "internal error" not in r.stderr, r.stderr[-3000:]
     assert "Traceback" not in r.stderr
-    assert r.returncode in (0, 1, 2)
+    assert r.returncode == 1  # findings, and one file only Python 3.12 parses
     findings = json.loads(r.stdout)
     assert all(f["code"].startswith("LT") for f in findings)
     # Every diagnostic names a file that really does not parse with this Python.

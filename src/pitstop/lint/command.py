@@ -56,7 +56,8 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
     precision, DDP accumulation, and more (loop-aware).
 
     \b
-    Exit status: 0 no findings, 1 findings, 2 usage or input errors.
+    Exit status: 0 no findings, 1 findings or files that cannot be checked
+    (syntax errors, unreadable), 2 usage errors, missing paths, internal errors.
     Examples:
       pitstop lint train.py
       pitstop lint src/ --format github
@@ -150,8 +151,12 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
         click.echo(render_text(findings, color=color, show_source=not no_source), nl=False)
         click.echo(summary_text(findings, run.files, unsafe=unsafe_fixes), nl=False)
 
-    if any(d.kind != "note" for d in diagnostics):
+    # As in ruff: a file that cannot be checked (syntax error, undecodable, unreadable)
+    # is a diagnostic about the code, exit 1; a named path that cannot be used or a bug
+    # in pitstop is exit 2.
+    if any(d.kind in ("input", "internal") for d in diagnostics):
         return EXIT_USAGE
+    file_errors = any(d.kind == "error" for d in diagnostics)
     if diff:
-        return EXIT_FINDINGS if changed else EXIT_OK
-    return EXIT_FINDINGS if findings else EXIT_OK
+        return EXIT_FINDINGS if changed or file_errors else EXIT_OK
+    return EXIT_FINDINGS if findings or file_errors else EXIT_OK

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pitstop.lint.config import LintConfig
@@ -137,13 +137,15 @@ def discover(paths: list[Path], config: LintConfig, *, respect_gitignore: bool =
         try:
             exists = top.exists()
         except OSError as err:
-            diags.append(Diagnostic(str(top), f"cannot access: {err.strerror or err}"))
+            diags.append(Diagnostic(str(top), f"cannot access: {err.strerror or err}",
+                                    kind="input"))
             continue
         if not exists:
             if top.is_symlink():
-                diags.append(Diagnostic(str(top), "broken or looping symbolic link"))
+                diags.append(Diagnostic(str(top), "broken or looping symbolic link",
+                                        kind="input"))
             else:
-                diags.append(Diagnostic(str(top), "no such file or directory"))
+                diags.append(Diagnostic(str(top), "no such file or directory", kind="input"))
             continue
         if not top.is_dir():
             key = top.resolve()
@@ -152,10 +154,16 @@ def discover(paths: list[Path], config: LintConfig, *, respect_gitignore: bool =
                 try:
                     files.append(SourceFile(top, top.stat().st_size))
                 except OSError as err:
-                    diags.append(Diagnostic(str(top), f"cannot read: {err.strerror or err}"))
+                    diags.append(Diagnostic(str(top), f"cannot read: {err.strerror or err}",
+                                            kind="input"))
             continue
         rules = _ancestor_rules(top.resolve()) if respect_gitignore else []
+        first = len(diags)
         _walk(top, rules, config, files, diags, seen_files, respect_gitignore)
+        # The named folder itself unreadable is an input error; a folder inside it is
+        # one more file-level diagnostic.
+        diags[first:] = [replace(d, kind="input") if d.path == str(top) and d.kind == "error"
+                         else d for d in diags[first:]]
     return files, diags
 
 

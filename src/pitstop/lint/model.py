@@ -141,9 +141,11 @@ class LintFinding:
 
 @dataclass(frozen=True)
 class Diagnostic:
-    """A file the linter could not (fully) check, and why. ``kind`` is ``error`` for an
-    input problem (unreadable, not Python), ``note`` for something skipped on purpose
-    (a symlink loop), ``internal`` for a bug in pitstop itself."""
+    """A file the linter could not (fully) check, and why. ``kind`` is ``error`` for a
+    file it found but could not check (unreadable, not Python, a syntax error: exit
+    status 1, as in ruff), ``input`` for a path named on the command line that cannot be
+    used (missing, inaccessible: exit status 2), ``note`` for something skipped on
+    purpose (a symlink loop), ``internal`` for a bug in pitstop itself (exit status 2)."""
 
     path: str
     message: str
