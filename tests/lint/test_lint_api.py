@@ -40,3 +40,22 @@ def test_lint_paths_on_the_corpus() -> None:
     run = lint_paths([CORPUS], jobs=2)
     assert not run.all_diagnostics
     assert {f.code for f in run.findings} >= {"LT001", "LT002", "LT010", "LT013"}
+
+
+def test_gate_keeps_loops_whose_objects_come_from_sibling_modules(tmp_path) -> None:
+    # train.py never names torch (model, loader and optimizer come from .data/.model):
+    # the byte gate must still parse it, and the package's other modules count.
+    from pitstop.lint.analyze import mentions_torch
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text("import torch\nnet = torch.nn.Linear(2, 2).cuda()\n")
+    train = ("from .data import make_loader\nfrom .model import net, opt\n"
+             "def fit():\n    for x, y in make_loader():\n        loss = net(x.cuda())\n"
+             "        loss.backward()\n        opt.step()\n        print(loss.item())\n")
+    (pkg / "train.py").write_text(train)
+    assert mentions_torch(train.encode())
+    assert not mentions_torch(b"import json\nprint(json.dumps({'a': 1}))\n")
+    run = lint_paths([pkg / "train.py"], jobs=1)
+    assert {(f.line, f.code) for f in run.findings} >= {(8, "LT001"), (4, "LT006")}
