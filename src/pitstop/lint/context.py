@@ -194,7 +194,14 @@ class ModuleContext:
                     top.extend(h.body)
         self.aliases.update(collect_aliases(ast.Module(body=[
             s for s in top if isinstance(s, (ast.Import, ast.ImportFrom))], type_ignores=[])))
+        # Device expressions seen by the index pass (`.to(device)`, `device=dev`), judged
+        # once every assignment is known: the pass visits nodes in no particular order,
+        # and `device = "cpu"` must count even when it is visited after its uses.
+        self._device_uses: list[ast.expr] = []
         self._index()
+        if not self.gpu_program:
+            self.gpu_program = any(self.device_kind(e) == GPU for e in self._device_uses)
+        self._device_uses = []
 
     # ------------------------------------------------------------------ indexing
     @property
@@ -305,8 +312,8 @@ class ModuleContext:
         tail = func.attr if ft is ast.Attribute else (func.id if ft is ast.Name else "")  # type: ignore[attr-defined]
         for kw in node.keywords:
             if kw.arg == "device":
-                if not self.gpu_program and self.device_kind(kw.value) == GPU:
-                    self.gpu_program = True
+                if not self.gpu_program:
+                    self._device_uses.append(kw.value)
             elif kw.arg in {"precision", "mixed_precision"} and isinstance(
                     kw.value, ast.Constant) and "16" in str(kw.value.value):
                 # Trainer(precision="bf16-mixed"), Accelerator(mixed_precision="fp16")
@@ -319,8 +326,8 @@ class ModuleContext:
             if ft is ast.Attribute:
                 self.gpu_program = True
         elif tail == "to":
-            if not self.gpu_program and node.args and self.device_kind(node.args[0]) == GPU:
-                self.gpu_program = True
+            if not self.gpu_program and node.args:
+                self._device_uses.append(node.args[0])
             if any(isinstance(a, ast.Attribute) and a.attr in {"bfloat16", "float16", "half"}
                    for a in node.args):
                 self.facts.add("reduced_precision")
@@ -576,6 +583,8 @@ class ModuleContext:
                 return recv
             if tail == "cuda":
                 return MODEL if recv == MODEL or self.looks_like_module(func.value, st) else GPU
+            if tail == "cpu":  # a tensor or a module brought to the host
+                return CPU
             if recv == MODEL and tail in {"parameters", "named_parameters", "buffers",
                                           "named_buffers", "modules", "children", "state_dict",
                                           "named_modules", "train", "eval"}:
@@ -612,6 +621,8 @@ class ModuleContext:
                     CPU if dk == CPU else None)
             if tail.endswith("_like") and node.args:
                 return self.kind(node.args[0], st)
+            return CPU
+        if st.env.get(dotted(func) or "") == CPU:  # `model = model.cpu()`; `model(x)`
             return CPU
         if self.is_model_callee(func, st):
             if self.gpu_program:
@@ -656,9 +667,18 @@ class ModuleContext:
         sub = State(env=env, depth=st.depth + 1, func=fn)
         # Evaluate assignments in order (no findings) so that `x = x.to(device); return x`
         # is known to return a GPU tensor.
-        for n in iter_shallow(fn.body, into_loops=True):
+        # In source order (iter_shallow yields nested bodies last-first): `res = []` must
+        # be bound before the `res.append(...)` that follows it.
+        steps = sorted((n for n in iter_shallow(fn.body, into_loops=True)
+                        if isinstance(n, (ast.Assign, ast.Call))),
+                       key=lambda n: (n.lineno, n.col_offset))
+        for n in steps:
             if isinstance(n, ast.Assign):
                 self._bind(n.targets, n.value, sub)
+            elif isinstance(n, ast.Call) and callee_tail(n) == "append" and len(n.args) == 1 \
+                    and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                    and self.kind(n.args[0], sub) == GPU:
+                sub.env[n.func.value.id] = GPU  # its items are GPU tensors
         kinds = {self.kind(r.value, sub) if not isinstance(r.value, ast.Tuple) else
                  (GPU if any(self.kind(e, sub) == GPU for e in r.value.elts) else None)
                  for r in returns if r.value is not None}

@@ -71,9 +71,78 @@ def _repeated(ctx: ModuleContext, node: ast.AST) -> bool:
     return _called_in_loop(ctx, ctx.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
+def _param_for(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call,
+               name: str) -> str | None:
+    """The parameter of ``fn`` that receives ``name`` in ``call`` (by position or keyword)."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    for param, arg in zip(params, call.args, strict=False):
+        if isinstance(arg, ast.Starred):
+            return None
+        if dotted(arg) == name:
+            return param
+    for kw in call.keywords:
+        if kw.arg and dotted(kw.value) == name:
+            return kw.arg
+    return None
+
+
+def _epochs_inside(ctx: ModuleContext, call: ast.Call, name: str) -> bool:
+    """Does the same-module function called by ``call`` iterate the loader it receives as
+    ``name`` inside an outer loop (`def train(loader): for epoch...: for b in tqdm(loader)`)?"""
+    fns = ctx.functions.get(callee_tail(call)) if isinstance(call.func, (ast.Name, ast.Attribute)) \
+        else None
+    if not fns or len(fns) != 1:
+        return False
+    fn = fns[0]
+    param = _param_for(fn, call, name)
+    if param is None:
+        return False
+    names = {param}
+    for node in iter_shallow(fn.body, into_loops=True):  # `pbar = tqdm(loader)`
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                node.value, ast.Call) and callee_tail(node.value) in LOADER_WRAPPERS and any(
+                dotted(i) in names for i in unwrap_iterable(node.value)):
+            target = dotted(node.targets[0])
+            if target:
+                names.add(target)
+    for node in iter_shallow(fn.body, into_loops=True):
+        if isinstance(node, (ast.For, ast.AsyncFor)) and any(
+                dotted(i) in names for i in unwrap_iterable(node.iter)):
+            outer = ctx.enclosing(node, LOOPS)
+            if outer is not None and ctx.enclosing(outer, (ast.FunctionDef,
+                                                           ast.AsyncFunctionDef)) is fn:
+                return True
+    return False
+
+
+def _fitted_for_epochs(ctx: ModuleContext, call: ast.Call, name: str | None) -> bool:
+    """Is the loader handed to a Lightning-style ``trainer.fit(...)`` of a Trainer that runs
+    more than one epoch (``max_epochs`` absent, or not 1)?"""
+    for fit in ctx.calls:
+        if callee_tail(fit) not in {"fit", "validate"} or not isinstance(fit.func, ast.Attribute):
+            continue
+        values = [*fit.args, *(k.value for k in fit.keywords)]
+        if not any(v is call or (name is not None and dotted(v) == name) for v in values):
+            continue
+        trainer = dotted(fit.func.value)
+        for assign in ctx.assigns:
+            if any(dotted(t) == trainer for t in assign.targets) and isinstance(
+                    assign.value, ast.Call) and callee_tail(assign.value) == "Trainer":
+                epochs = next((k.value for k in assign.value.keywords
+                               if k.arg == "max_epochs"), None)
+                if callee_tail(fit) == "validate":
+                    return False
+                return not (isinstance(epochs, ast.Constant) and epochs.value == 1)
+    return False
+
+
 def iterated_for_epochs(ctx: ModuleContext, call: ast.Call) -> bool:
     """Is the loader built by ``call`` iterated more than once (inside an outer loop)?"""
     name = _loader_name(ctx, call)
+    if _fitted_for_epochs(ctx, call, name):
+        return True
     if name is not None:
         loops = [loop for loop in ctx.loops if isinstance(loop, (ast.For, ast.AsyncFor))
                  and any(dotted(i) == name for i in unwrap_iterable(loop.iter))]
@@ -81,7 +150,8 @@ def iterated_for_epochs(ctx: ModuleContext, call: ast.Call) -> bool:
                   and callee_tail(c) not in LOADER_WRAPPERS
                   and any(dotted(a) == name for a in c.args)]
         if loops or passes:  # used by name in this file: trust what the uses say
-            return any(_repeated(ctx, n) for n in [*loops, *passes])
+            return any(_repeated(ctx, n) for n in [*loops, *passes]) or any(
+                _epochs_inside(ctx, c, name) for c in passes)
     # Built in a helper and returned, or used elsewhere: is there an epoch loop here?
     for loop in ctx.loops:
         for node in iter_shallow(loop.body, into_loops=True):  # type: ignore[attr-defined]
