@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import torch
 from _bench_helpers import PidRecordingTransform, make_workload, recorded_pids
@@ -70,8 +71,10 @@ def test_rung_one_decodes_in_worker_processes(tiny: DataSource, tmp_path: Path) 
             assert trainer.loader is not None
             assert (trainer.loader.num_workers > 0) is in_workers
             assert trainer.applied["num_workers"] == trainer.loader.num_workers
+            assert len(psutil.Process().children()) == trainer.loader.num_workers
         finally:
             trainer.close()
+        assert psutil.Process().children() == []  # close() ends the worker processes
         pids = recorded_pids(log)
         assert pids, "the transform never ran"
         if in_workers:

@@ -251,8 +251,7 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
         workload = _workload(source, spec, plan, torch_device, compile_timeout, log_every)
         ctx = probe_context(torch_device, quick=quick)
         with ConsoleReporter(err_console) as reporter:
-            result = run_ladder(workload, ctx, selected=selected, reporter=reporter,
-                                keep_best=False)
+            result = run_ladder(workload, ctx, selected=selected, reporter=reporter)
     ddp_record = None
     if group is not None:
         group.barrier()  # the other ranks waited here while rank 0 climbed the ladder

@@ -437,20 +437,17 @@ class LadderResult:
     ideal: RungResult | None
     final_knobs: Knobs
     interrupted: bool = False
-    best_trainer: Trainer | None = None
 
     def baseline(self) -> RungResult | None:
         return next((r for r in self.rungs if r.index == 0 and r.measured), None)
 
 
 def run_ladder(workload: Workload, ctx: Context, *, selected: set[int] | None = None,
-               reporter: Reporter | None = None, measure_ideal: bool = True,
-               keep_best: bool = False) -> LadderResult:
+               reporter: Reporter | None = None, measure_ideal: bool = True) -> LadderResult:
     """Climb the ladder. ``selected``: rung indices to measure (0 is always measured).
 
     Ctrl-C (KeyboardInterrupt) stops the climb: the result holds the rungs measured so
-    far and ``interrupted=True``. With ``keep_best`` the best configuration's trainer
-    is returned open (for the DDP rung), else everything is closed.
+    far and ``interrupted=True``. Every trainer is closed before it returns.
     """
     reporter = reporter or SilentReporter()
     results: list[RungResult] = []
@@ -542,13 +539,9 @@ def run_ladder(workload: Workload, ctx: Context, *, selected: set[int] | None = 
             ideal = run_ideal(best[0], workload, reporter)
     except KeyboardInterrupt:
         interrupted = True
-    best_trainer = None
     if best is not None:
-        if keep_best and not interrupted:
-            best_trainer = best[0]
-        else:
-            best[0].close()
-    return LadderResult(results, ideal, knobs, interrupted, best_trainer)
+        best[0].close()
+    return LadderResult(results, ideal, knobs, interrupted)
 
 
 def run_ideal(trainer: Trainer, workload: Workload, reporter: Reporter) -> RungResult:
