@@ -188,3 +188,34 @@ def test_readahead_btrfs_overlay_and_dm(machine) -> None:
     assert r.status is Status.UNSUPPORTED and "container" in r.detail
     r = readings(root, "/lvm/x")["readahead"]
     assert r.status is Status.OK and r.current == "8192 KiB on /dev/dm-0"
+
+
+def test_per_policy_boost_of_amd_pstate_agrees_with_the_doctor(tmp_path: Path) -> None:
+    # amd-pstate: no global switch, one cpufreq/boost per policy (cpuN/cpufreq links to
+    # policyN, as the kernel lays it out).
+    from pitstop.doctor.checks import run_checks
+    from pitstop.doctor.facts import collect
+    from pitstop.doctor.probes import ProbeContext
+
+    cpu = tmp_path / "sys/devices/system/cpu"
+    (cpu / "online").parent.mkdir(parents=True)
+    (cpu / "online").write_text("0-1\n")
+    for n, value in ((0, "0"), (1, "1")):
+        policy = cpu / f"cpufreq/policy{n}"
+        policy.mkdir(parents=True)
+        (policy / "boost").write_text(value + "\n")
+        (policy / "scaling_governor").write_text("performance\n")
+        (cpu / f"cpu{n}").mkdir()
+        (cpu / f"cpu{n}/cpufreq").symlink_to(f"../cpufreq/policy{n}")
+    boost = readings(tmp_path)["boost"]
+    assert boost.status is Status.DIFFERS
+    assert [c.action for c in boost.changes] == [
+        FileWrite("/sys/devices/system/cpu/cpu0/cpufreq/boost", b"1\n")]
+    assert "policy*/boost" in boost.host_command
+
+    facts = collect(ProbeContext(sysroot=Sysroot.of(tmp_path), data_path="/", environ={}),
+                    only=["cpu", "platform"])
+    dr042 = next(r for r in run_checks(facts) if r.code == "DR042")
+    assert dr042.status == "warning" and dr042.remedy is not None
+    assert "policy*/boost" in dr042.remedy.text
+    assert "pitstop system apply --only boost" in dr042.remedy.text

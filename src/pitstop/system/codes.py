@@ -31,7 +31,8 @@ _DETAILS: dict[str, tuple[str, str, str, str, tuple[str, ...]]] = {
     "boost": (
         "cpu-boost-off",
         "$ cat /sys/devices/system/cpu/intel_pstate/no_turbo\n1",
-        "`intel_pstate/no_turbo` or `cpufreq/boost`",
+        "`intel_pstate/no_turbo` or `cpufreq/boost`, and the per-policy `cpufreq/boost` "
+        "(amd-pstate)",
         "Costs power and heat; a machine with poor cooling may have turbo off on purpose.",
         ("https://docs.kernel.org/admin-guide/pm/cpufreq.html#frequency-boost-support",)),
     "min-perf-pct": (

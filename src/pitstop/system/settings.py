@@ -279,23 +279,37 @@ def inspect_energy_preference(m: Machine) -> Reading:
 
 
 def inspect_boost(m: Machine) -> Reading:
+    """The machine-wide turbo switch (intel_pstate's or cpufreq's), and the per-policy
+    ``cpufreq/boost`` switches that amd-pstate and newer kernels add: all must be on."""
     name = "boost"
     no_turbo, boost = INTEL_NO_TURBO, CPUFREQ_BOOST
+    changes: list[Change] = []
+    current: list[str] = []
+    hosts: list[str] = []
     if m.sr.exists(no_turbo):
         value = m.sr.read_text(no_turbo) or "?"
-        changes = [] if value == "0" else [
-            _file_change(m, name, "intel_pstate", no_turbo, f"no_turbo={value}", "0")]
-        return _reading(name, "on" if value == "0" else "off (no_turbo=1)", "on", changes,
-                        f"echo 0 | sudo tee {no_turbo}")
-    if m.sr.exists(boost):
+        current.append("on" if value == "0" else f"off (no_turbo={value})")
+        if value != "0":
+            changes.append(_file_change(m, name, "intel_pstate", no_turbo,
+                                        f"no_turbo={value}", "0"))
+        hosts.append(f"echo 0 | sudo tee {no_turbo}")
+    elif m.sr.exists(boost):
         value = m.sr.read_text(boost) or "?"
-        changes = [] if value == "1" else [
-            _file_change(m, name, "cpufreq", boost, f"boost={value}", "1")]
-        return _reading(name, "on" if value == "1" else "off (boost=0)", "on", changes,
-                        f"echo 1 | sudo tee {boost}")
-    return Reading(name, "none", "on", Status.UNSUPPORTED,
-                   "no intel_pstate/no_turbo or cpufreq/boost: the firmware or hypervisor "
-                   "controls boost")
+        current.append("on" if value == "1" else f"off (boost={value})")
+        if value != "1":
+            changes.append(_file_change(m, name, "cpufreq", boost, f"boost={value}", "1"))
+        hosts.append(f"echo 1 | sudo tee {boost}")
+    per_policy, policy_changes = _per_cpu(m, name, "cpufreq/boost", "1", "boost")
+    if per_policy:
+        current.append(f"per-policy boost {_summary(per_policy)}")
+        changes += policy_changes
+        if policy_changes:
+            hosts.append(f"echo 1 | sudo tee {CPU_DIR}/cpufreq/policy*/boost")
+    if not current:
+        return Reading(name, "none", "on", Status.UNSUPPORTED,
+                       "no intel_pstate/no_turbo or cpufreq/boost: the firmware or hypervisor "
+                       "controls boost")
+    return _reading(name, "; ".join(current), "on", changes, " && ".join(hosts))
 
 
 def inspect_min_perf_pct(m: Machine) -> Reading:

@@ -82,9 +82,14 @@ def boost(facts: Facts) -> Outcome:
     ev = {"boost": b}
     if not off:
         return ok("turbo/boost enabled", **ev)
-    cmd = ("echo 0 | sudo tee /sys/devices/system/cpu/intel_pstate/no_turbo"
-           if "intel_no_turbo" in b else
-           "echo 1 | sudo tee /sys/devices/system/cpu/cpufreq/boost")
+    cmds = []
+    if b.get("intel_no_turbo") == 1:
+        cmds.append("echo 0 | sudo tee /sys/devices/system/cpu/intel_pstate/no_turbo")
+    if b.get("cpufreq_boost") == 0:
+        cmds.append("echo 1 | sudo tee /sys/devices/system/cpu/cpufreq/boost")
+    if b.get("per_policy_boost") == 0:  # amd-pstate: one switch per cpufreq policy
+        cmds.append("echo 1 | sudo tee /sys/devices/system/cpu/cpufreq/policy*/boost")
+    cmd = "\n".join(cmds)
     return warning("CPU turbo/boost is disabled: single-thread speed (the Python training loop, "
                    "JPEG decode) drops by 20-40 %",
                    Remedy.shell(cmd + "\n" + remedies.system_apply("boost"),
