@@ -464,3 +464,20 @@ def test_live_machine_show_and_dry_run_never_crash(pitstop_cli, tmp_path) -> Non
     assert r.returncode == 0 and "Traceback" not in r.stderr
     err = one_line_error(pitstop_cli("system", "show", "--data", str(tmp_path / "missing")))
     assert "--data" in err
+
+
+def test_ctrl_c_half_way_rolls_back(pitstop_cli, machine, digest) -> None:
+    # The fake mount (the last change) delivers SIGINT to pitstop, as a Ctrl-C would.
+    root = machine(WS)
+    before = digest(root)
+    r = sys_cli(pitstop_cli, root, "apply", "--yes", "--data", DATA,
+                env={"FAKE_TOOLS_CTRL_C": "1"})
+    assert r.returncode == 1 and "Traceback" not in r.stderr, (r.stdout, r.stderr)
+    out = " ".join(r.stdout.split())
+    assert "failed shm /dev/shm: interrupted (Ctrl-C)" in out
+    assert "rolled back governor cpu0" in out and "machine is as before" in out
+    after = digest(root)
+    assert (root / THP).read_text() == "never\n"  # the menu file takes the word back
+    before.pop(THP)
+    after.pop(THP)
+    assert after == before and not (root / STATE).exists()

@@ -6,7 +6,7 @@ The order of events in :func:`apply_changes` is the safety argument:
    ``apply`` keep their original undo), and the state file is written atomically —
    if that fails, nothing is changed;
 2. the changes run one by one, in the table's order;
-3. at the first failure, the changes already made *in this run* are undone (each to
+3. at the first failure (or Ctrl-C), the changes already made *in this run* are undone (each to
    the value it had just before this run) and the state file is put back as it was
    before this run, keeping only entries whose undo failed (so ``revert`` can retry).
 
@@ -210,6 +210,10 @@ def apply_changes(sr: Sysroot, changes: list[Change], *, persist_unit: str | Non
             _verify(sr, c)
         except ActionError as err:
             out.failed = f"{c.setting} {c.target}: {err}"
+            break
+        except KeyboardInterrupt:  # Ctrl-C half-way: undo this run like any failure
+            out.failed = f"{c.setting} {c.target}: interrupted (Ctrl-C) during " \
+                         f"{c.action.describe()}"
             break
         done.append(c)
         out.done.append(f"{c.setting} {c.target}: {c.action.describe()}")
