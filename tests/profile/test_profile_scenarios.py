@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -154,3 +155,41 @@ def test_bad_command_is_a_usage_error(tmp_path: Path) -> None:
     proc = _run("profile", "--", sys.executable, "missing_script.py", cwd=tmp_path)
     assert proc.returncode == 2 and "missing_script.py" in proc.stderr
     assert not (tmp_path / "pitstop-profile" / "profile.json").exists()
+
+
+def test_api_context_manager(tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "api_user.py"), str(tmp_path / "o")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen == {"verdict": seen["verdict"], "steps": 8, "unpatched": True}
+    assert seen["verdict"] in ("input-bound", "io-bound", "host-bound", "compute-bound",
+                               "memory-bound", "unknown")
+    doc = json.loads((tmp_path / "o" / "profile.json").read_text())
+    assert doc["status"] == "complete" and doc["verdict"] == seen["verdict"]
+
+
+def test_sigterm_keeps_partial_profile_and_signal_exit(tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "pitstop", "profile", "--steps", "1000000",
+                             "--warmup", "1", "--out", str(out), "--", sys.executable,
+                             str(SCRIPTS / "runs_until_killed.py")],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)  # pitstop passes it on to the script
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    doc = json.loads((out / "profile.json").read_text())
+    assert doc["status"] == "partial"
+    assert doc["script_exit"] == {"kind": "signal", "signal": "SIGTERM"}
+    assert len(doc["ranks"][0]["steps"]) >= 4

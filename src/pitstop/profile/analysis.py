@@ -102,8 +102,10 @@ def _step_windows(cap: dict[str, Any]) -> list[tuple[int, int]]:
     boundaries: list[int] = list(cap.get("boundaries") or [])
     mode = cap.get("boundary")
     if mode in ("optimizer", "manual") and boundaries:
-        first = cap.get("start_ns") or cap.get("t0_ns")
-        first = min(first, boundaries[0]) if first else boundaries[0]
+        first = cap.get("start_ns")
+        if first is None:
+            first = cap.get("t0_ns")
+        first = min(first, boundaries[0]) if first is not None else boundaries[0]
         starts = [first, *boundaries[:-1]]
         return list(zip(starts, boundaries, strict=False))
     if mode == "dataloader":

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
@@ -131,26 +130,20 @@ def summarize_events(events: list[Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _quiet_stderr_fd() -> Iterator[None]:
-    """Silence fd 2 for a moment: Kineto prints ``USDT: profiler_start/stop`` lines that
-    would land in the user's output. Only this process's fd is touched (DataLoader
-    workers have their own), and only for the few milliseconds of a start or stop."""
+def _quiet_kineto() -> Iterator[None]:
+    """Kineto prints ``USDT: profiler_start/stop`` lines to stderr, into the user's output,
+    unless ``KINETO_LOG_LEVEL`` is above 5 when it initialises. Set it (if the user has
+    not) only around the start, so the script's environment is left as it was.
+
+    (Redirecting fd 2 for the moment instead made a torchrun rank abort at exit.)"""
+    added = "KINETO_LOG_LEVEL" not in os.environ
+    if added:
+        os.environ["KINETO_LOG_LEVEL"] = "6"
     try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):
-        yield
-        return
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, 2)
-        finally:
-            os.close(devnull)
         yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        if added:
+            os.environ.pop("KINETO_LOG_LEVEL", None)
 
 
 class OpProbe:
@@ -172,7 +165,7 @@ class OpProbe:
                 activities.append(tp.ProfilerActivity.CUDA)
             self._prof = tp.profile(activities=activities, record_shapes=True,
                                     profile_memory=False, with_stack=False)
-            with _quiet_stderr_fd():
+            with _quiet_kineto():
                 self._prof.__enter__()
             return True
         except Exception as err:  # e.g. the script runs its own profiler already
@@ -184,8 +177,7 @@ class OpProbe:
         if self._prof is None:
             return
         try:
-            with _quiet_stderr_fd():
-                self._prof.__exit__(None, None, None)
+            self._prof.__exit__(None, None, None)
             self._window = (start_ns, end_ns)
         except Exception as err:
             self.error = f"{type(err).__name__}: {err}"
@@ -194,11 +186,8 @@ class OpProbe:
     def abandon(self) -> None:
         """The process ends before the probed step did: stop the profiler, keep nothing."""
         if self._prof is not None and self._window is None:
-            try:
-                with _quiet_stderr_fd():
-                    self._prof.__exit__(None, None, None)
-            except Exception:
-                pass
+            with contextlib.suppress(Exception):
+                self._prof.__exit__(None, None, None)
             self._prof = None
             self.error = "the probed step did not finish"
 

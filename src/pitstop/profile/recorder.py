@@ -8,7 +8,10 @@ What it hooks (all restored when the window ends, so the rest of the run pays no
   step boundaries (the first optimizer that steps marks them; others count as
   optimizer time, so a GAN's two optimizers make one step);
 - ``Tensor.backward`` / ``torch.autograd.backward``: backward time;
-- global module forward pre/post hooks: the outermost module call, i.e. the forward;
+- module forward pre/post hooks: the outermost module call, i.e. the forward. Global
+  hooks for the first step only, to find the outermost modules (the model, the loss);
+  from then on hooks on those modules alone, because global hooks put every module
+  call of a large model on PyTorch's slow path;
 - on CUDA, ``Tensor.to`` / ``Tensor.cuda`` from host memory: host-to-device copies, plus
   CUDA events at step boundaries and sync detection (see :mod:`pitstop.profile.cuda_probe`);
 - one *probe* step under ``torch.profiler`` (during warm-up) that counts operators and
@@ -86,6 +89,9 @@ class Recorder:
         self._opt_t0: int | None = None
         self._fwd_depth = 0
         self._fwd_t0 = 0
+        self._top_modules: dict[int, Any] = {}
+        self._global_fwd_handles: list[Any] = []
+        self._fwd_hooks: tuple[Any, Any] | None = None
         self._undo: list[Callable[[], None]] = []
         self._probe: Any = None
         self._probe_step = (warmup - 2) if warmup >= 2 else None
@@ -117,6 +123,8 @@ class Recorder:
         self.cpu_at_boundary.append(time.thread_time_ns())
         self._fwd_depth = 0
         n = len(self.boundaries)
+        if self._global_fwd_handles and self._top_modules:
+            self._narrow_forward_hooks()
         if self.cuda is not None:
             self.cuda.on_boundary(n)
         if self.want_probe:
@@ -196,9 +204,13 @@ class Recorder:
                 fn()
 
     def _patch(self, owner: Any, name: str, wrapper: Any) -> None:
-        original = owner.__dict__[name] if name in getattr(owner, "__dict__", {}) else getattr(owner, name)
+        own = name in getattr(owner, "__dict__", {})
+        original = owner.__dict__[name] if own else None
         setattr(owner, name, wrapper)
-        self._undo.append(lambda: setattr(owner, name, original))
+        if own:
+            self._undo.append(lambda: setattr(owner, name, original))
+        else:  # inherited (e.g. Tensor.to from TensorBase): drop the override
+            self._undo.append(lambda: delattr(owner, name))
 
     def _install_dataloader(self, torch: Any) -> None:
         from torch.utils.data import dataloader as dl
@@ -290,6 +302,8 @@ class Recorder:
                 return
             if rec._fwd_depth == 0:
                 rec._fwd_t0 = _now()
+                if rec._global_fwd_handles:
+                    rec._top_modules.setdefault(id(module), module)
                 if ddp_cls is not None and not rec.ddp_seen and isinstance(module, ddp_cls):
                     rec.ddp_seen = True
             rec._fwd_depth += 1
@@ -302,13 +316,37 @@ class Recorder:
                 if rec._fwd_depth == 0:
                     rec.add("forward", rec._fwd_t0, _now())
 
+        self._fwd_hooks = (pre, post)
         h1 = mod.register_module_forward_pre_hook(pre)
         try:
             h2 = mod.register_module_forward_hook(post, always_call=True)
         except TypeError:  # torch < 2.1
             h2 = mod.register_module_forward_hook(post)
+        self._global_fwd_handles = [h1, h2]
         self._undo.append(h1.remove)
         self._undo.append(h2.remove)
+
+    def _narrow_forward_hooks(self) -> None:
+        """Swap the global forward hooks for hooks on the outermost modules seen so far."""
+        for h in self._global_fwd_handles:
+            h.remove()
+        self._global_fwd_handles = []
+        if self._fwd_hooks is None:
+            return
+        pre, post = self._fwd_hooks
+        for module in self._top_modules.values():
+            try:
+                h1 = module.register_forward_pre_hook(pre)
+                try:
+                    h2 = module.register_forward_hook(post, always_call=True)
+                except TypeError:
+                    h2 = module.register_forward_hook(post)
+            except Exception as err:
+                self.notes.append(f"forward of {type(module).__name__} not timed: {err}")
+                continue
+            self._undo.append(h1.remove)
+            self._undo.append(h2.remove)
+        self._top_modules = {}
 
     def _install_collectives(self, torch: Any) -> None:
         import torch.distributed as dist

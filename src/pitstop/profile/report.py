@@ -177,6 +177,10 @@ def _kv(d: dict[str, Any]) -> str:
     return escape(evidence_text(d))
 
 
+def _chart(heading: str, svg: str) -> str:
+    return f"<h3>{escape(heading)}</h3>{svg}"
+
+
 def _timelines(doc: dict[str, Any]) -> list[str]:
     samples = doc.get("samples") or []
     if not samples:
@@ -191,16 +195,19 @@ def _timelines(doc: dict[str, Any]) -> list[str]:
             a = steps[0]["start_ns"] / 1e9 - t0
             b = steps[-1]["start_ns"] / 1e9 + steps[-1]["ms"] / 1e3 - t0
             shade.append((a, b))
-    out = [line_chart([("CPU (all cores)", xs, [s.get("cpu_pct") for s in samples]),
-                       ("iowait", xs, [s.get("iowait_pct") for s in samples]),
-                       ("busiest disk busy", xs, [s.get("disk_busy_pct") for s in samples])],
-                      title="host CPU, iowait, disk busy", ylabel="%", ymax=100, shade=shade)]
+    out = ["<p class='muted'>Shaded: the measured steps. Samples every 0.1 s.</p>",
+           _chart("Host CPU, iowait and disk busy (%)", line_chart(
+               [("CPU (all cores)", xs, [s.get("cpu_pct") for s in samples]),
+                ("iowait", xs, [s.get("iowait_pct") for s in samples]),
+                ("busiest disk busy", xs, [s.get("disk_busy_pct") for s in samples])],
+               title="host CPU, iowait, disk busy", ylabel="%", ymax=100, shade=shade))]
     cores = len(samples[-1].get("cpu_per_core_pct") or [])
     if cores:
         series = [(f"core {c}", xs, [(s.get("cpu_per_core_pct") or [None] * cores)[c]
                                      if s.get("cpu_per_core_pct") else None for s in samples])
                   for c in range(min(cores, 16))]
-        out.append(line_chart(series, title="per-core CPU", ylabel="%", ymax=100, shade=shade))
+        out.append(_chart("CPU per core (%)",
+                          line_chart(series, title="per-core CPU", ylabel="%", ymax=100, shade=shade)))
     # processes: the training process(es) and their children
     main_pids = [str(r["pid"]) for r in ranks]
     proc_series = []
@@ -214,9 +221,10 @@ def _timelines(doc: dict[str, Any]) -> list[str]:
                             [sum(((s.get("procs") or {}).get(w) or {}).get("cpu") or 0.0 for w in workers)
                              for s in samples]))
     if proc_series:
-        out.append(line_chart(proc_series, title="process CPU (cores)", ylabel="cores", shade=shade))
-    out.append(line_chart([("disk read", xs, [(s.get("disk_read_bps") or 0) / 1e6 if s.get("disk_read_bps") is not None else None for s in samples])],
-                          title="disk read throughput", ylabel="MB/s", shade=shade))
+        out.append(_chart("Training process(es) and DataLoader workers: CPU (cores)",
+                          line_chart(proc_series, title="process CPU (cores)", ylabel="cores", shade=shade)))
+    out.append(_chart("Disk read throughput (MB/s)", line_chart([("disk read", xs, [(s.get("disk_read_bps") or 0) / 1e6 if s.get("disk_read_bps") is not None else None for s in samples])],
+                          title="disk read throughput", ylabel="MB/s", shade=shade)))
     gpus = samples[-1].get("gpus") or []
     if gpus:
         for key, label, ymax in (("utilization_gpu_pct", "GPU util %", 100.0),
@@ -225,7 +233,7 @@ def _timelines(doc: dict[str, Any]) -> list[str]:
             series = [(f"GPU {g['index']}", xs, [((s.get("gpus") or [{}] * (i + 1))[i] or {}).get(key)
                                                  if i < len(s.get("gpus") or []) else None for s in samples])
                       for i, g in enumerate(gpus)]
-            out.append(line_chart(series, title=label, ylabel=label, ymax=ymax, shade=shade))
+            out.append(_chart(label, line_chart(series, title=label, ylabel=label, ymax=ymax, shade=shade)))
     return out
 
 
@@ -255,14 +263,18 @@ def render_html(doc: dict[str, Any]) -> str:
             labels = [str(s["index"]) for s in steps]
             marks = ["" if s["kind"] == "measured" else s["kind"] for s in steps]
             title = f"rank {r['rank']}" if r.get("rank") is not None else f"pid {r['pid']}"
-            parts.append(f"<p class='muted'>{escape(title)}: per-step time by phase (faded bars: "
-                         "warm-up and the profiled probe step, not in the statistics)</p>")
+            parts.append(f"<h3>{escape(title)}: per-step time by phase</h3><p class='muted'>Faded "
+                         "bars: warm-up and the operator-probe step, not in the statistics. "
+                         "Hover a bar for its numbers.</p>")
             parts.append(stacked_bars(rows, PHASES, labels=labels, marks=marks, title=title))
-        r0 = ranks[0]
-        parts.append(_table(["phase", "mean ms per step", "share"],
-                            [[f"<span style='color:{PALETTE[p]}'>■</span> {p}",
-                              f"{r0['phase_ms_mean'][p]:.2f}", f"{100 * r0['phase_share'][p]:.1f} %"]
-                             for p in PHASES]))
+        heads = ["phase"]
+        for r in ranks:
+            who = f"rank {r['rank']}" if r.get("rank") is not None else "mean"
+            heads += [f"{who}: ms per step", "share"]
+        parts.append(_table(heads, [[f"<span style='color:{PALETTE[p]}'>■</span> {p}"]
+                                    + [c for r in ranks for c in (f"{r['phase_ms_mean'][p]:.2f}",
+                                                                  f"{100 * r['phase_share'][p]:.1f} %")]
+                                    for p in PHASES]))
         if len(ranks) > 1:
             parts.append("<h2>Ranks</h2>")
             rows2 = []
@@ -274,7 +286,8 @@ def render_html(doc: dict[str, Any]) -> str:
             parts.append(_table(["rank", "median step ms", "own work ms", ""], rows2))
             series = [(f"rank {r['rank']}", [float(s["index"]) for s in r["steps"]],
                        [s["ms"] for s in r["steps"]]) for r in ranks]
-            parts.append(line_chart(series, title="step time per rank", ylabel="ms", xlabel=""))
+            parts.append(_chart("Step time per rank (ms, by step index)",
+                                line_chart(series, title="step time per rank", ylabel="ms", xlabel="")))
     parts.append("<h2>Findings</h2>")
     if doc.get("findings"):
         parts.append(_table(["code", "severity", "finding", "evidence", "fix"], [

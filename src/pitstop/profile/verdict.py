@@ -65,6 +65,20 @@ class Verdict:
                 "fixes": [f.to_dict() for f in self.fixes]}
 
 
+def lint_ref(name: str, category: str) -> str:
+    """The lint rule for a pattern: its code when ``pitstop lint`` registers one by that
+    name, else the rule category (codes are looked up, never hard-coded here)."""
+    try:
+        from pitstop.findings import all_docs
+
+        for doc in all_docs():
+            if doc.code.startswith("LT") and doc.name == name:
+                return f"pitstop lint {doc.code} {doc.name}"
+    except Exception:
+        pass
+    return f"pitstop lint: {category} rules"
+
+
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.0f} %"
 
@@ -111,7 +125,7 @@ def _input_fixes(f: dict[str, Any], io: bool) -> list[Fix]:
                          "persistent_workers=True, pin_memory=True on CUDA)",
                          "batches are produced in the training process itself (0 workers), "
                          "so loading and training never overlap",
-                         ("pitstop lint: loader-workers rules",)))
+                         (lint_ref("dataloader-no-workers", "loader-workers"),)))
     elif (f.get("loader_cpu_cores_mean") or 0) >= 0.7 and not io:
         fixes.append(Fix("Make each sample cheaper: decode/augment less in __getitem__, cache "
                          "pre-processed tensors, or add workers if cores are free",
@@ -153,7 +167,12 @@ def decide(f: dict[str, Any]) -> Verdict:
         ev.update({k: f.get(k) for k in ("loader", "workers", "loader_cpu_cores_mean",
                                          "loader_running_share", "loader_read_bps_mean",
                                          "iowait_pct_mean", "disk_busy_pct_mean")})
-        head = (f"the loop waits for data {_pct(data)} of each step"
+        per_rank = f.get("per_rank") or []
+        where = ""
+        if len(per_rank) > 1:
+            where = " (" + ", ".join(f"rank {r['rank']}: {_pct(r['phase_share']['data'])}"
+                                     for r in per_rank) + ")"
+        head = (f"the loop waits for data {_pct(data)} of each step{where}"
                 + (f"; storage is the limit ({'; '.join(io_reasons)})" if io else ""))
         findings.append(Finding("PF001", "The training loop waits for the DataLoader",
                                 Severity.PROBLEM, {"data_wait_share": round(data, 3),
@@ -192,7 +211,7 @@ def decide(f: dict[str, Any]) -> Verdict:
             if cuda and syncs >= 1:
                 fixes.append(Fix("Remove the host-device syncs in the loop (see PF004 lines)",
                                  f"{syncs:.1f} syncs per step drain the GPU queue",
-                                 ("pitstop lint: sync rules", "PF004")))
+                                 (lint_ref("sync-in-hot-loop", "sync"), "PF004")))
             fixes += [
                 Fix("Vectorise: replace Python loops over tensors/elements with batched ops",
                     f"{probe.get('ops_per_step')} operators per step, most of them tiny", ("PF003",)),
@@ -229,8 +248,11 @@ def decide(f: dict[str, Any]) -> Verdict:
                                     Remedy.pitstop("pitstop tune model")))
             verdict = Verdict("compute-bound", head, ev, [
                 Fix("Lower precision: bf16 autocast (pitstop.train.TrainStep(precision=\"auto\"))",
-                    "matmul/conv run 2-8x faster in bf16 on tensor cores; on CPU with AMX/AVX512-BF16", ("pitstop.train",)),
-                Fix("channels_last memory format for CNNs", "faster convolution kernels", ()),
+                    "matmul/conv run 2-8x faster in bf16 on tensor cores; on CPU with AMX/AVX512-BF16",
+                    ("pitstop.train", lint_ref("fp32-training-without-autocast", "amp"))),
+                Fix("channels_last memory format for CNNs; on CUDA TF32 and cudnn.benchmark",
+                    "faster convolution and float32 matmul kernels",
+                    (lint_ref("tf32-disabled", "tf32"), lint_ref("cudnn-autotuner-off", "cudnn"))),
                 Fix("torch.compile(model)", "fuses the operators around the matmuls",
                     ("pitstop tune model",)),
                 BENCH], findings)
@@ -253,7 +275,9 @@ def _side_findings(f: dict[str, Any], v: Verdict) -> None:
         v.findings.append(Finding("PF008", "Host-to-device copies take a large share of the step",
                                   Severity.WARNING, {"h2d_share": round(share["h2d"], 3),
                                                      "h2d_bytes_per_step": f.get("h2d_bytes_per_step")},
-                                  Remedy.code("DataLoader(pin_memory=True) + .to(device, non_blocking=True)")))
+                                  Remedy.code("DataLoader(pin_memory=True) + .to(device, non_blocking=True)",
+                                              note=f"{lint_ref('dataloader-no-pin-memory', 'loader-pin-memory')}; "
+                                                   f"{lint_ref('blocking-host-to-device-copy', 'non-blocking')}")))
     med, p90 = f.get("step_ms_median") or 0.0, f.get("step_ms_p90") or 0.0
     if med > 0 and p90 / med >= UNSTABLE_RATIO and f.get("steps_measured", 0) >= 5:
         v.findings.append(Finding("PF009", "Step times vary a lot", Severity.WARNING,
@@ -270,7 +294,7 @@ def _side_findings(f: dict[str, Any], v: Verdict) -> None:
                                   Severity.WARNING,
                                   {"syncs_per_step": f["syncs_per_step_mean"],
                                    "sites": [f"{k} ({n}x)" for k, n in top[:5]]},
-                                  Remedy.pitstop("pitstop lint (sync rules)"), loc))
+                                  Remedy.pitstop("pitstop lint", note=lint_ref("sync-in-hot-loop", "sync")), loc))
     mem = f.get("gpu_memory") or {}
     if mem.get("alloc_retries"):
         v.findings.append(Finding("PF010", "The CUDA allocator had to free its cache to allocate",

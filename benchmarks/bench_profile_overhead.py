@@ -1,0 +1,235 @@
+"""How much does `pitstop profile`'s instrumentation slow a training step?
+
+Workload (the bench's shape, on CPU): a small ResNet-style CNN (BatchNorm, residual
+blocks) on 64 px images, batch 32, fed by a DataLoader with 2 worker processes that
+decode and augment synthetic uint8 images. In this one process, blocks of steps run
+alternately
+
+- plain: no pitstop at all;
+- recorder: the hooks `pitstop profile -- python train.py` installs in the training
+  process (DataLoader wait, optimizer step hooks, backward, module forward hooks,
+  collectives); the 10 Hz sampler then runs in pitstop's own process, not here;
+- recorder+sampler: the same plus the 10 Hz sampler thread inside this process, as the
+  `pitstop.profile.profile()` API runs it (the worst case: its reads hold the GIL);
+
+interleaved in short blocks (the order rotating) so that drifting machine load hits
+all alike, and the ratios of median step time and of median main-thread CPU time
+(instrumented / plain) are printed. The first step of every block is dropped for
+every variant (the recorder's first step uses global module hooks to find the
+outermost modules; a real run has one such step in its warm-up). The operator probe
+(torch.profiler over one warm-up step) is not included: it runs once, in warm-up,
+and its step is excluded from the statistics by design.
+
+    .venv/bin/python benchmarks/bench_profile_overhead.py            # 150 steps per variant
+    .venv/bin/python benchmarks/bench_profile_overhead.py --quick    # 40 steps per variant
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+from pitstop.profile.recorder import Recorder
+from pitstop.telemetry.sampler import Sampler, default_readers
+
+
+class SyntheticImages(Dataset):
+    """uint8 'decoded' images, random crop + flip + normalise in the worker."""
+
+    def __init__(self, n: int = 100_000, size: int = 64) -> None:
+        self.n, self.size = n, size
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        g = torch.Generator().manual_seed(i)
+        img = torch.randint(0, 256, (3, self.size + 8, self.size + 8), dtype=torch.uint8, generator=g)
+        dx, dy = int(torch.randint(0, 9, (1,), generator=g)), int(torch.randint(0, 9, (1,), generator=g))
+        img = img[:, dy:dy + self.size, dx:dx + self.size]
+        if i % 2:
+            img = img.flip(-1)
+        x = (img.float() / 255.0 - 0.5) / 0.25
+        return x, i % 10
+
+
+class Block(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = nn.BatchNorm2d(cout)
+        self.skip = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                     if stride != 1 or cin != cout else nn.Identity())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + self.skip(x))
+
+
+def small_cnn() -> nn.Module:
+    return nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                         Block(16, 32, 2), Block(32, 64, 2), Block(64, 128, 2),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10))
+
+
+def one_step(it: Any, model: nn.Module, opt: torch.optim.Optimizer) -> tuple[float, float]:
+    """Wall and main-thread CPU seconds of one step, from the batch request to the update."""
+    t, c = time.perf_counter(), time.thread_time()
+    x, y = next(it)
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return time.perf_counter() - t, time.thread_time() - c
+
+
+class VariantBlock:
+    """A few consecutive steps of one variant; the recorder lives for the whole block."""
+
+    def __init__(self, kind: str, steps: int) -> None:
+        self.kind, self.steps = kind, steps
+
+    def run(self, it: Any, model: nn.Module, opt: torch.optim.Optimizer) -> list[tuple[float, float]]:
+        rec = smp = None
+        if self.kind != "plain":
+            rec = Recorder(steps=10**9, warmup=0, capture_path=None, probe=False)
+            rec.install(torch)
+            if self.kind == "recorder+sampler":
+                smp = Sampler(default_readers([os.getpid()], gpu=False)[0]).start()
+        try:
+            # The first step of a block is not kept, for every variant alike: the
+            # recorder uses it to find the outermost modules (global hooks).
+            out = [one_step(it, model, opt) for _ in range(self.steps)][1:]
+        finally:
+            if smp is not None:
+                smp.stop()
+            if rec is not None:
+                rec.finish("complete")
+        if rec is not None:  # the recorder did its job
+            assert len(rec.boundaries) == self.steps and len(rec.intervals["data"]) == self.steps
+            assert len(rec.intervals["forward"]) >= self.steps
+        return out
+
+
+def fixed_cost_us(rounds: int, steps: int) -> tuple[float, float]:
+    """Microseconds the recorder adds to one step, measured on a step that does almost
+    nothing else (a 2-layer 4-wide MLP fed one sample at a time), so that the hooks'
+    own cost is not buried under the noise of a busy machine. Returns (plain step µs,
+    added µs) as medians over interleaved blocks."""
+    from torch.utils.data import TensorDataset
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    it = iter(DataLoader(TensorDataset(torch.randn(10**6, 4), torch.randn(10**6, 1)), batch_size=1))
+
+    def block(instrumented: bool) -> float:
+        rec = None
+        if instrumented:
+            rec = Recorder(steps=10**9, warmup=0, capture_path=None, probe=False)
+            rec.install(torch)
+        times = []
+        try:
+            for _ in range(steps):
+                t = time.perf_counter()
+                x, y = next(it)
+                loss = F.mse_loss(model(x), y)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                times.append(time.perf_counter() - t)
+        finally:
+            if rec is not None:
+                rec.finish("complete")
+        return statistics.median(times[1:]) * 1e6
+
+    block(False)
+    plain, instr = [], []
+    for r in range(rounds):
+        for flag in ((False, True) if r % 2 == 0 else (True, False)):
+            (instr if flag else plain).append(block(flag))
+    diffs = [b - a for a, b in zip(plain, instr, strict=True)]
+    return statistics.median(plain), statistics.median(diffs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer steps (noisier)")
+    ap.add_argument("--steps", type=int, default=None, help="steps per variant")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    steps = args.steps or (40 if args.quick else 150)
+    per_block = 5
+    console = Console(stderr=True)
+    torch.manual_seed(0)
+    model = small_cnn()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loader = DataLoader(SyntheticImages(), batch_size=32, num_workers=2, persistent_workers=True,
+                        prefetch_factor=4)
+    it = iter(loader)
+    for _ in range(8):  # warm-up: workers started, allocator and kernels warm
+        one_step(it, model, opt)
+
+    order = ["plain", "recorder", "recorder+sampler"]
+    variants = dict.fromkeys(order)
+    wall: dict[str, list[float]] = {k: [] for k in variants}
+    cpu: dict[str, list[float]] = {k: [] for k in variants}
+    with Progress(console=console, transient=True) as progress:
+        rounds = -(-steps // (per_block - 1))
+        task = progress.add_task("measuring", total=rounds * len(order))
+        for r in range(rounds):
+            # Interleave short blocks, rotating the order, so that load from other
+            # processes on the machine falls on every variant alike.
+            rot = order[r % len(order):] + order[:r % len(order)]
+            for name in rot:
+                for w, c in VariantBlock(name, per_block).run(it, model, opt):
+                    wall[name].append(w)
+                    cpu[name].append(c)
+                progress.advance(task)
+    fixed_plain_us, fixed_added_us = fixed_cost_us(rounds=10 if args.quick else 20, steps=200)
+    base_w, base_c = statistics.median(wall["plain"]), statistics.median(cpu["plain"])
+    rows = []
+    for name in variants:
+        mw, mc = statistics.median(wall[name]), statistics.median(cpu[name])
+        rows.append({"variant": name, "steps": len(wall[name]),
+                     "median_step_ms": round(mw * 1e3, 3), "wall_ratio": round(mw / base_w, 4),
+                     "median_main_thread_cpu_ms": round(mc * 1e3, 3), "cpu_ratio": round(mc / base_c, 4)})
+    if args.json:
+        print(json.dumps({"rows": rows, "steps_per_variant": steps, "cpu_count": os.cpu_count(),
+                          "fixed_cost": {"tiny_step_us": round(fixed_plain_us, 2),
+                                         "recorder_added_us": round(fixed_added_us, 2),
+                                         "share_of_bench_step": round(fixed_added_us / (base_w * 1e6), 6)},
+                          "torch": torch.__version__}, indent=2))
+        return
+    table = Table(title=f"pitstop profile overhead: small CNN, batch 32, 64 px, 2 workers, CPU "
+                        f"({len(wall['plain'])} steps per variant, interleaved in blocks of {per_block - 1})")
+    for col in ("variant", "steps", "median step ms", "ratio", "main-thread CPU ms", "CPU ratio"):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(row["variant"], str(row["steps"]), f"{row['median_step_ms']:.2f}",
+                      f"{row['wall_ratio']:.4f}", f"{row['median_main_thread_cpu_ms']:.2f}",
+                      f"{row['cpu_ratio']:.4f}")
+    out = Console()
+    out.print(table)
+    for row in rows[1:]:
+        out.print(f"{row['variant']}: {100 * (row['wall_ratio'] - 1):+.2f} % step time, "
+                  f"{100 * (row['cpu_ratio'] - 1):+.2f} % main-thread CPU (target < 2 %)")
+    out.print(f"recorder's own cost per step (tiny-step measurement): {fixed_added_us:.1f} µs "
+              f"on a {fixed_plain_us:.0f} µs step = {100 * fixed_added_us / (base_w * 1e6):.3f} % "
+              f"of the {base_w * 1e3:.1f} ms bench step (target < 2 %)")
+
+
+if __name__ == "__main__":
+    main()
