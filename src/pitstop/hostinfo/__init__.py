@@ -14,6 +14,8 @@ readers here and cannot disagree about what the machine is:
   (``/proc/meminfo``, ``[selected]`` menus, tmpfs ``size=`` options);
 * :mod:`~pitstop.hostinfo.container`: whether this is a container, and which, and the
   environment of the process looked at;
+* :mod:`~pitstop.hostinfo.targets`: the values training wants, judged by the doctor and
+  set by ``pitstop system``;
 * :mod:`~pitstop.hostinfo.recorded`: values a fake tree records because they are not
   files on a real machine (NVML, free space).
 

@@ -16,13 +16,9 @@ from pitstop.hostinfo.kernel_text import menu_choice
 from pitstop.hostinfo.mounts import Mount, mount_for
 from pitstop.sysroot import Sysroot
 
-__all__ = ["READAHEAD_WANTED_KB", "BlockResolver", "readahead_file", "transport"]
+__all__ = ["BlockResolver", "readahead_file", "transport"]
 
 MAX_DEPTH = 8
-# The readahead large sequential reads (shards, big files, spinning and network block
-# devices) want, as tuned's throughput-performance sets it. The doctor judges against
-# it and `pitstop system apply --only readahead` sets it, so the two never disagree.
-READAHEAD_WANTED_KB = 4096
 # Models of cloud block volumes, which look like local NVMe/SCSI disks but are reached
 # over the network with provisioned IOPS (AWS EBS, GCP Persistent Disk).
 CLOUD_NETWORK_DISKS = ("Amazon Elastic Block Store", "PersistentDisk")

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from pitstop.hostinfo.blockdev import READAHEAD_WANTED_KB, readahead_file
+from pitstop.hostinfo import targets
+from pitstop.hostinfo.blockdev import readahead_file
 from pitstop.hostinfo.container import detect_container, read_environ
 from pitstop.hostinfo.cpu import CPU_DIR, CPUFREQ_BOOST, INTEL_NO_TURBO, cpu_values, online_cpus
 from pitstop.hostinfo.kernel_text import mem_total_bytes, menu_choice, parse_meminfo
@@ -51,7 +52,8 @@ __all__ = [
 ]
 
 CSTATE_LATENCY_LIMIT_US = 99  # tuned accelerator-performance: force_latency=99
-SWAPPINESS_WANTED = 10
+SWAPPINESS_WANTED = targets.SWAPPINESS_MAX
+READAHEAD_WANTED_KB = targets.READAHEAD_KB
 SHM_ENOUGH_BYTES = 16 * 2**30
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
 
@@ -235,7 +237,7 @@ def _reading(name: str, current: str, wanted: str, changes: list[Change], host: 
 
 
 def inspect_governor(m: Machine) -> Reading:
-    name, wanted = "governor", "performance"
+    name, wanted = "governor", targets.GOVERNOR
     host = "cpupower frequency-set -g performance"
     cpus = _cpus(m.sr)
     first = next((c for c in cpus if m.sr.exists(f"{CPU_DIR}/{c}/cpufreq/scaling_governor")),
@@ -258,7 +260,7 @@ def inspect_governor(m: Machine) -> Reading:
 def inspect_energy_preference(m: Machine) -> Reading:
     name = "energy-preference"
     epp_values, epp_changes = _per_cpu(
-        m, name, "cpufreq/energy_performance_preference", "performance", "EPP")
+        m, name, "cpufreq/energy_performance_preference", targets.EPP, "EPP")
     epb_values, epb_changes = _per_cpu(m, name, "power/energy_perf_bias", "0", "EPB")
     if not epp_values and not epb_values:
         return Reading(name, "none", "performance", Status.UNSUPPORTED,
@@ -469,7 +471,7 @@ def inspect_thp(m: Machine) -> Reading:
     if choice is None:
         return Reading(name, "none", wanted, Status.UNSUPPORTED,
                        "no transparent hugepage support in this kernel")
-    if choice in ("always", "madvise"):
+    if choice in targets.THP_MODES:
         return _reading(name, choice, wanted, [], host)
     # The file reads as a menu but accepts only the bare word: undo writes the
     # selected word back, which makes the kernel show the same menu again.

@@ -17,6 +17,7 @@ from pitstop.doctor.checks.base import (
     warning,
 )
 from pitstop.findings import Remedy
+from pitstop.hostinfo import targets
 
 
 def _no_cpufreq(facts: Facts, cpu: dict[str, Any]) -> None:
@@ -36,7 +37,7 @@ def governor(facts: Facts) -> Outcome:
     _no_cpufreq(facts, cpu)
     counts: dict[str, int] = cpu.get("governor_counts") or {}
     total = sum(counts.values())
-    slow = {g: n for g, n in counts.items() if g != "performance"}
+    slow = {g: n for g, n in counts.items() if g != targets.GOVERNOR}
     ev = {"governors": counts, "cores_with_cpufreq": total, "driver": cpu.get("scaling_drivers")}
     if not slow:
         return ok(f"governor performance on all {total} cores", **ev)
@@ -57,7 +58,7 @@ def energy_preference(facts: Facts) -> Outcome:
         raise NotApplicable(f"the cpufreq driver ({', '.join(cpu.get('scaling_drivers') or {})}) "
                             "has no energy_performance_preference (only intel_pstate and "
                             "amd-pstate in active mode do)")
-    slow = {p: n for p, n in prefs.items() if p not in ("performance",)}
+    slow = {p: n for p, n in prefs.items() if p != targets.EPP}
     ev = {"energy_performance_preference": prefs}
     if not slow:
         return ok("energy_performance_preference = performance on every core", **ev)

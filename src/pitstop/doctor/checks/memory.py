@@ -16,6 +16,7 @@ from pitstop.doctor.checks.base import (
     warning,
 )
 from pitstop.findings import Remedy
+from pitstop.hostinfo import targets
 
 # DataLoader workers hand every batch to the main process through /dev/shm. A typical
 # image batch (256 x 3 x 224 x 224 float32) is 154 MB; 8 workers x prefetch_factor 2
@@ -94,7 +95,7 @@ def swappiness(facts: Facts) -> Outcome:
     ev = {"vm_swappiness": sw, "swap_total": gib(swap)}
     if swap == 0:  # unknown (None) is judged as if there were swap
         return ok(f"vm.swappiness={sw}, no swap configured", **ev)
-    if sw > 10:
+    if sw > targets.SWAPPINESS_MAX:
         return warning(f"vm.swappiness={sw}: the kernel swaps out idle memory early (dataset "
                        "page cache, worker memory)",
                        Remedy.shell("sudo sysctl -w vm.swappiness=10\n"
@@ -136,7 +137,7 @@ def transparent_hugepages(facts: Facts) -> Outcome:
         raise CannotCheck("/sys/kernel/mm/transparent_hugepage is not exposed")
     ev = {"thp_enabled": enabled, "thp_defrag": defrag}
     thp = "/sys/kernel/mm/transparent_hugepage"
-    if enabled == "never":
+    if enabled not in targets.THP_MODES:  # never
         return warning("transparent hugepages disabled: large host tensors and pinned buffers "
                        "use 4 KiB pages (more TLB misses); PyTorch's THP_MEM_ALLOC_ENABLE=1 "
                        "cannot work",

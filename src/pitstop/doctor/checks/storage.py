@@ -18,7 +18,7 @@ from pitstop.doctor.checks.base import (
 )
 from pitstop.doctor.remedies import system_apply
 from pitstop.findings import Remedy
-from pitstop.hostinfo.blockdev import READAHEAD_WANTED_KB
+from pitstop.hostinfo import targets
 
 NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "afs",
               "lustre", "beegfs", "gpfs", "davfs", "virtiofs"}
@@ -176,7 +176,7 @@ def random_read_speed(facts: Facts) -> Outcome:
 
 # Large sequential reads want a readahead of a few MiB; the kernel default of 128 KiB
 # leaves a spinning disk seeking. The value `pitstop system` sets, so both agree.
-READAHEAD_MIN_KB = READAHEAD_WANTED_KB
+READAHEAD_MIN_KB = targets.READAHEAD_KB
 
 
 @check("DR035", "storage", 40)
