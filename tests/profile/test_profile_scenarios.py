@@ -193,3 +193,28 @@ def test_sigterm_keeps_partial_profile_and_signal_exit(tmp_path: Path) -> None:
     assert doc["status"] == "partial"
     assert doc["script_exit"] == {"kind": "signal", "signal": "SIGTERM"}
     assert len(doc["ranks"][0]["steps"]) >= 4
+
+
+def test_import_is_cheap() -> None:
+    code = ("import sys, pitstop, pitstop.profile; "
+            "assert 'torch' not in sys.modules; assert callable(pitstop.profile)")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
+
+
+@pytest.mark.cuda
+def test_cuda_syncs_copies_and_device_time(tmp_path: Path) -> None:
+    script = SCRIPTS / "cuda_syncs.py"
+    proc, doc = _profile(tmp_path, sys.executable, str(script), "20")
+    assert proc.returncode == 0, proc.stderr
+    assert doc["facts"]["device"] == "cuda"
+    measured = [s for s in doc["ranks"][0]["steps"] if s["kind"] == "measured"]
+    assert all(s["syncs"] >= 1 for s in measured)
+    assert all(s["device_ms"] is not None and s["device_ms"] > 0 for s in measured)
+    assert all(s["phases_ms"]["h2d"] > 0 for s in measured)
+    sync = next(f for f in doc["findings"] if f["code"] == "PF004")
+    line = next(i for i, text in enumerate(script.read_text().splitlines(), 1) if "SYNC-LINE" in text)
+    assert sync["location"] == {"path": str(script), "line": line, "column": 0}
+    assert "synchronizing" not in proc.stderr  # the sync warnings are swallowed
+    assert doc["facts"]["probe"]["kernels_per_step"] > 0

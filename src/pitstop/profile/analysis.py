@@ -119,7 +119,7 @@ def steps_from_capture(cap: dict[str, Any]) -> list[Step]:
     """Every step of one process, with its phase breakdown, in order."""
     windows = _step_windows(cap)[: int(cap.get("warmup", 0)) + int(cap.get("steps", 0))]
     warmup = int(cap.get("warmup", 0))
-    probe_index = warmup - 2 if warmup >= 2 and cap.get("probe") else None
+    probe_index = warmup - 2 if warmup >= 3 and cap.get("probe") else None
     kinds = {}
     for kind, ivs in (cap.get("intervals") or {}).items():
         srt = sorted((int(a), int(b)) for a, b in ivs)
@@ -134,8 +134,9 @@ def steps_from_capture(cap: dict[str, Any]) -> list[Step]:
         phases = _exclusive_ms(per_kind, lo, hi)
         kind = "probe" if i == probe_index else ("warmup" if i < warmup else "measured")
         step = Step(i, lo, hi, kind, phases)
-        if 1 <= i <= len(device_ms):
-            step.device_ms = device_ms[i - 1]
+        k = i - int(cuda.get("first_boundary", 1))
+        if 0 <= k < len(device_ms):
+            step.device_ms = device_ms[k]
         if cuda:
             step.syncs = int(syncs.get(str(i), 0))
         if cap.get("boundary") in ("optimizer", "manual") and 1 <= i < len(cpu_marks) + 0:

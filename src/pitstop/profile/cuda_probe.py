@@ -15,7 +15,7 @@ import sys
 import sysconfig
 import warnings
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["CudaProbe", "user_frame"]
 
@@ -41,14 +41,17 @@ def user_frame(frame: Any) -> tuple[str, int] | None:
 class CudaProbe:
     """Records an event at every step boundary and counts syncs while the window is open."""
 
-    def __init__(self, torch: Any, recorder: Any) -> None:
+    def __init__(self, torch: Any, recorder: Any, *, first_boundary: int) -> None:
         self.torch = torch
         self.rec = recorder
+        self.first_boundary = first_boundary  # events[i] is recorded at boundary first+i
         self.events: list[Any] = []
         self.syncs_per_step: Counter[int] = Counter()
         self.sync_sites: Counter[str] = Counter()
         self.error: str | None = None
         self._orig_show: Any = None
+        self._show: Any = None
+        self._filter: Any = None
         self._prev_mode: Any = None
         self._start_sync_detection()
 
@@ -60,7 +63,7 @@ class CudaProbe:
         except Exception as err:
             self.error = f"sync detection unavailable: {err}"
             return
-        warnings.filterwarnings("always", message=f".*{_SYNC_TEXT}")
+        self._add_filter()
         self._orig_show = warnings.showwarning
         probe = self
 
@@ -76,15 +79,29 @@ class CudaProbe:
             probe._orig_show(message, category, filename, lineno, file, line)
 
         warnings.showwarning = showwarning
+        self._show = showwarning
+
+    def _add_filter(self) -> None:
+        # "always": every sync reaches showwarning (the default would show each place
+        # once). Put first, so a later user filter such as "error" does not turn
+        # pitstop's counting into an exception; re-asserted at every step boundary.
+        warnings.filterwarnings("always", message=f".*{_SYNC_TEXT}")
+        self._filter = warnings.filters[0]
 
     def _stop_sync_detection(self) -> None:
         if self._orig_show is not None:
-            warnings.showwarning = self._orig_show
+            if warnings.showwarning is self._show:  # not replaced by the script since
+                warnings.showwarning = self._orig_show
             self._orig_show = None
+            with contextlib.suppress(ValueError, AttributeError):
+                cast(list, warnings.filters).remove(self._filter)
+                warnings._filters_mutated()  # type: ignore[attr-defined]
             with contextlib.suppress(Exception):
                 self.torch.cuda.set_sync_debug_mode(self._prev_mode or 0)
 
     def on_boundary(self, n: int) -> None:
+        if self._orig_show is not None and warnings.filters and warnings.filters[0] is not self._filter:
+            self._add_filter()
         ev = self.torch.cuda.Event(enable_timing=True)
         ev.record()
         self.events.append(ev)
@@ -113,7 +130,8 @@ class CudaProbe:
 
     def result(self) -> dict[str, Any]:
         return {
-            # device_step_ms[i] spans boundary i .. i+1, i.e. step index i+1
+            # device_step_ms[i] spans boundaries first+i .. first+i+1: step index first+i
+            "first_boundary": self.first_boundary,
             "device_step_ms": getattr(self, "device_step_ms", []),
             "syncs_per_step": {str(k): v for k, v in sorted(self.syncs_per_step.items())},
             "sync_sites": dict(self.sync_sites.most_common(20)),

@@ -51,6 +51,11 @@ def _env_int(name: str) -> int | None:
         return None
 
 
+def _compiling_fn(torch: Any) -> Any:
+    """``torch.compiler.is_compiling`` (constant-folded by dynamo), or a stand-in."""
+    return getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+
+
 class Recorder:
     """Collects one process's step timeline for ``warmup + steps`` steps.
 
@@ -94,7 +99,11 @@ class Recorder:
         self._fwd_hooks: tuple[Any, Any] | None = None
         self._undo: list[Callable[[], None]] = []
         self._probe: Any = None
-        self._probe_step = (warmup - 2) if warmup >= 2 else None
+        # A probe starts and stops at step boundaries; its stop (and the profiler's
+        # teardown) lands in the next step, which must still be a warm-up step.
+        self._probe_step = (warmup - 2) if warmup >= 3 else None
+        self._torch: Any = None
+        self._cuda_decided = False
         self._lock = threading.Lock()
         self.first_event_ns: int | None = None
         self.exit_info: dict[str, Any] | None = None
@@ -125,6 +134,8 @@ class Recorder:
         n = len(self.boundaries)
         if self._global_fwd_handles and self._top_modules:
             self._narrow_forward_hooks()
+        if not self._cuda_decided:
+            self._decide_cuda(n)
         if self.cuda is not None:
             self.cuda.on_boundary(n)
         if self.want_probe:
@@ -178,24 +189,41 @@ class Recorder:
             self._install_collectives(torch)
         except Exception as err:
             self.notes.append(f"collectives not timed: {err}")
+        # CUDA is not touched here: initialising it now would freeze the devices before
+        # the script sets CUDA_VISIBLE_DEVICES, and fork-started workers would inherit
+        # a CUDA context. The script's own first CUDA use is awaited (_decide_cuda).
+        self._torch = torch
+        if self.want_probe and self._probe_step is None:
+            self.not_measured["host_overhead"] = ("operator probe not run: it needs --warmup 3 "
+                                                  "or more")
+
+    def _decide_cuda(self, n: int) -> None:
+        """At a step boundary: has the script started using CUDA? Then instrument it."""
+        torch = self._torch
         try:
-            cuda_ok = bool(torch.cuda.is_available())
+            used = torch is not None and bool(torch.cuda.is_initialized())
         except Exception:
-            cuda_ok = False
-        if cuda_ok:
+            used = False
+        if used:
+            self._cuda_decided = True
             try:
                 from pitstop.profile.cuda_probe import CudaProbe
 
-                self.cuda = CudaProbe(torch, self)
+                self.cuda = CudaProbe(torch, self, first_boundary=n)
                 self._install_h2d(torch)
             except Exception as err:
                 self.not_measured["cuda"] = f"CUDA instrumentation failed: {err}"
                 self.cuda = None
-        else:
-            reason = "no CUDA device visible to torch"
-            self.not_measured["gpu_busy"] = reason
-            self.not_measured["syncs"] = reason
-            self.not_measured["h2d"] = reason
+        elif n >= max(1, self.warmup):
+            self._cuda_decided = True
+            try:
+                visible = torch is not None and torch.cuda.device_count() > 0
+            except Exception:
+                visible = False
+            reason = ("the script did not use CUDA" if visible
+                      else "no CUDA device visible to torch")
+            for key in ("gpu_busy", "syncs", "h2d"):
+                self.not_measured[key] = reason
 
     def _uninstall(self) -> None:
         undo, self._undo = self._undo, []
@@ -292,7 +320,7 @@ class Recorder:
         from torch.nn.modules import module as mod
 
         rec = self
-        compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+        compiling = _compiling_fn(torch)
         ddp_cls: Any = None
         with contextlib.suppress(Exception):
             from torch.nn.parallel import DistributedDataParallel as ddp_cls
@@ -354,6 +382,7 @@ class Recorder:
         if not dist.is_available():
             return
         rec = self
+        compiling = _compiling_fn(torch)
         for name in ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
                      "reduce_scatter_tensor", "broadcast", "barrier", "reduce", "all_to_all",
                      "all_to_all_single", "gather", "scatter"):
@@ -362,6 +391,8 @@ class Recorder:
                 continue
 
             def wrapped(*args: Any, __orig: Any = orig, **kwargs: Any) -> Any:
+                if compiling():
+                    return __orig(*args, **kwargs)
                 t0 = _now()
                 try:
                     return __orig(*args, **kwargs)
@@ -376,10 +407,13 @@ class Recorder:
 
     def _install_h2d(self, torch: Any) -> None:
         rec = self
+        compiling = _compiling_fn(torch)
         for name in ("to", "cuda"):
             orig = getattr(torch.Tensor, name)
 
             def wrapped(t: Any, *args: Any, __orig: Any = orig, **kwargs: Any) -> Any:
+                if compiling():  # traced by torch.compile: stay invisible to it
+                    return __orig(t, *args, **kwargs)
                 t0 = _now()
                 out = __orig(t, *args, **kwargs)
                 if rec.active and out is not t and out.is_cuda and not t.is_cuda:
