@@ -131,7 +131,8 @@ def system() -> None:
 
 
 _sysroot_opt = click.option("--sysroot", metavar="DIR", default=None,
-                            help="Read (and change) the machine tree under DIR instead of /.")
+                            help="The machine tree under DIR instead of / (a fake or recorded "
+                                 "machine; apply and revert change it).")
 _json_opt = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 _data_opt = click.option("--data", "data", metavar="PATH", default=None,
                          help="The dataset directory: check the readahead of its disk.")
