@@ -70,7 +70,8 @@ class Profile:
             return
         info = ({"kind": "exception", "type": exc_type.__name__, "message": str(exc)[:500]}
                 if exc_type is not None else None)
-        rec.finish("partial" if info else ("complete" if rec.finished else "partial"), info)
+        rec.finish("partial", info)  # no-op when the window completed: it is "complete" then
+        rec._uninstall()  # hooks left in place when the window ended inside one
         samples = self._sampler.stop() if self._sampler is not None else []
         cap = rec.capture()
         self.document = build_document([cap], samples, command=list(sys.argv), exit_code=None,

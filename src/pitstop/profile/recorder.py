@@ -98,6 +98,8 @@ class Recorder:
         self._global_fwd_handles: list[Any] = []
         self._fwd_hooks: tuple[Any, Any] | None = None
         self._undo: list[Callable[[], None]] = []
+        self._opt_handles: list[Any] = []
+        self._in_opt_hook = False
         self._probe: Any = None
         # A probe starts and stops at step boundaries; its stop (and the profiler's
         # teardown) lands in the next step, which must still be a warm-up step.
@@ -230,6 +232,15 @@ class Recorder:
         for fn in reversed(undo):
             with contextlib.suppress(Exception):
                 fn()
+        # The window usually ends inside our optimizer post-hook, while torch iterates
+        # the dict of global hooks: removing entries then could break the iteration for
+        # a hook registered after ours. Left in place they cost two calls that return at
+        # once (``active`` is False); a later uninstall outside the hook removes them.
+        if not self._in_opt_hook:
+            handles, self._opt_handles = self._opt_handles, []
+            for h in handles:
+                with contextlib.suppress(Exception):
+                    h.remove()
 
     def _patch(self, owner: Any, name: str, wrapper: Any) -> None:
         own = name in getattr(owner, "__dict__", {})
@@ -279,6 +290,7 @@ class Recorder:
         def post(opt: Any, args: Any, kwargs: Any) -> None:
             if not rec.active:
                 return
+            rec._in_opt_hook = True
             try:
                 t1 = _now()
                 if rec._opt_t0 is not None:
@@ -292,11 +304,12 @@ class Recorder:
                         rec.mark_step()
             except Exception as err:
                 rec._fail("optimizer", err)
+            finally:
+                rec._in_opt_hook = False
 
         h1 = opt_mod.register_optimizer_step_pre_hook(pre)
         h2 = opt_mod.register_optimizer_step_post_hook(post)
-        self._undo.append(h1.remove)
-        self._undo.append(h2.remove)
+        self._opt_handles = [h1, h2]
 
     def _install_backward(self, torch: Any) -> None:
         rec = self
