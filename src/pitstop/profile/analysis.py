@@ -54,8 +54,11 @@ def _clip_union(intervals: Sequence[Sequence[int]], starts: list[int], lo: int, 
     """Parts of ``intervals`` (sorted by start) inside [lo, hi], merged."""
     out: list[tuple[int, int]] = []
     # Intervals can nest (an inner call ends first), so look back a little.
-    i = max(0, bisect_left(starts, lo) - 64)
-    for a, b in intervals[i:]:
+    i = max(0, bisect_left(starts, lo) - 8)
+    n = len(intervals)
+    while i < n:
+        a, b = intervals[i]
+        i += 1
         if a >= hi:
             break
         a, b = max(a, lo), min(b, hi)

@@ -177,12 +177,20 @@ def _kv(d: dict[str, Any]) -> str:
     return escape(evidence_text(d))
 
 
+def _thin(steps: list[dict[str, Any]], most: int = 300) -> list[dict[str, Any]]:
+    """At most ``most`` steps, evenly spaced, for plots (profile.json keeps them all)."""
+    if len(steps) <= most:
+        return steps
+    every = -(-len(steps) // most)
+    return steps[::every]
+
+
 def _chart(heading: str, svg: str) -> str:
     return f"<h3>{escape(heading)}</h3>{svg}"
 
 
 def _timelines(doc: dict[str, Any]) -> list[str]:
-    samples = doc.get("samples") or []
+    samples = _thin(doc.get("samples") or [], 1500)
     if not samples:
         return ["<p class='muted'>No telemetry samples.</p>"]
     t0 = samples[0]["t"]
@@ -258,14 +266,16 @@ def render_html(doc: dict[str, Any]) -> str:
     if ranks:
         parts.append("<h2>Where each step's time goes</h2>")
         for r in ranks:
-            steps = r["steps"]
+            steps = _thin(r["steps"])
             rows = [s["phases_ms"] for s in steps]
             labels = [str(s["index"]) for s in steps]
             marks = ["" if s["kind"] == "measured" else s["kind"] for s in steps]
             title = f"rank {r['rank']}" if r.get("rank") is not None else f"pid {r['pid']}"
+            shown = ("" if len(steps) == len(r["steps"]) else
+                     f" Every {len(r['steps']) // len(steps)}th of {len(r['steps'])} steps is drawn.")
             parts.append(f"<h3>{escape(title)}: per-step time by phase</h3><p class='muted'>Faded "
                          "bars: warm-up and the operator-probe step, not in the statistics. "
-                         "Hover a bar for its numbers.</p>")
+                         f"Hover a bar for its numbers.{shown}</p>")
             parts.append(stacked_bars(rows, PHASES, labels=labels, marks=marks, title=title))
         heads = ["phase"]
         for r in ranks:
@@ -284,8 +294,8 @@ def render_html(doc: dict[str, Any]) -> str:
                               f"{r['work_ms_median']:.2f}" if r.get("work_ms_median") is not None else "",
                               "<b class='problem'>straggler</b>" if r["rank"] in strag else ""])
             parts.append(_table(["rank", "median step ms", "own work ms", ""], rows2))
-            series = [(f"rank {r['rank']}", [float(s["index"]) for s in r["steps"]],
-                       [s["ms"] for s in r["steps"]]) for r in ranks]
+            series = [(f"rank {r['rank']}", [float(s["index"]) for s in _thin(r["steps"], 2000)],
+                       [s["ms"] for s in _thin(r["steps"], 2000)]) for r in ranks]
             parts.append(_chart("Step time per rank (ms, by step index)",
                                 line_chart(series, title="step time per rank", ylabel="ms", xlabel="")))
     parts.append("<h2>Findings</h2>")
