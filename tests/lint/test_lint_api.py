@@ -59,3 +59,16 @@ def test_gate_keeps_loops_whose_objects_come_from_sibling_modules(tmp_path) -> N
     assert not mentions_torch(b"import json\nprint(json.dumps({'a': 1}))\n")
     run = lint_paths([pkg / "train.py"], jobs=1)
     assert {(f.line, f.code) for f in run.findings} >= {(8, "LT001"), (4, "LT006")}
+
+
+def test_analysis_gate_spells_out_its_triggers() -> None:
+    # Each trigger a rule needs passes the gate; torch-internal words that merely look
+    # alike (`zero_point`, `_iterate`, `handle`) do not cost an analysis.
+    from pitstop.lint.analyze import worth_analysing
+
+    for text in ["for b in train_iter:\n", "for b in dl:\n", "for b in val_dl:\n",
+                 "opt.zero_grad(False)\n", "opt.zero_grad(set_to_none=False)\n",
+                 "loss.backward()\n", "nn.BatchNorm2d(3)\n", "torch.cuda.amp.autocast()\n"]:
+        assert worth_analysing(text), text
+    for text in ["q = x.zero_point\n", "for a in self._iterate():\n", "handle = idle()\n"]:
+        assert not worth_analysing(text), text

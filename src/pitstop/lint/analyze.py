@@ -20,9 +20,15 @@ TRIGGERS = (b"torch", b"DataLoader")
 # BatchNorm, DataParallel, a forward() that moves a new tensor. Every rule's trigger is
 # here; the rest is parsed only to report syntax errors. Substring tests first (memchr
 # speed), a regex only for the short loader names.
-GATE_SUBSTRINGS = ("step(", ".backward(", "oader", "batches", "_iter", ".amp", "import amp",
-                   "amp import", "zero_", "BatchNorm", "DataParallel")
-GATE_DL = re.compile(r"\bdl\b|_dl\b|\bdl_")
+# (Loader-like iterator names are spelled out: a bare "_iter" or "zero_" would let in a
+# quarter of torch's own files -- `_iterate`, `zero_point` -- for nothing.)
+GATE_SUBSTRINGS = ("step(", ".backward(", "oader", "batches", "batch_iter", "data_iter",
+                   "train_iter", "val_iter", ".amp", "import amp", "amp import", "zero_grad(",
+                   "set_to_none", "BatchNorm", "DataParallel")
+# `dl`, `train_dl`, `dl_val` (and, harmlessly, `x_dl_y`): "dl" not inside a word. The
+# literal comes first so that the regex engine jumps between "dl"s (a pattern that starts
+# with `\b` or an alternation tries every position: 0.3 s on torch's files).
+GATE_DL = re.compile(r"dl(?![A-Za-z0-9])(?<![A-Za-z0-9]dl)")
 # forward() is analysed for tensors created on the CPU and moved: `torch.x(...).to(`.
 FORWARD_GATE = re.compile(r"\)\.(?:to|cuda)\(")
 

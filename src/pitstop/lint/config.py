@@ -21,6 +21,8 @@ class LintConfig:
 
     def ignored_for(self, path: Path) -> tuple[str, ...]:
         """Codes ignored for ``path`` by per-file-ignores."""
+        if not self.per_file_ignores:  # the common case: no path work at all
+            return ()
         rel = _relative(path, self.root)
         out: list[str] = []
         for pattern, codes in self.per_file_ignores:
@@ -29,6 +31,8 @@ class LintConfig:
         return tuple(out)
 
     def excluded(self, path: Path) -> bool:
+        if not self.exclude:
+            return False
         rel = _relative(path, self.root)
         return any(_glob_match(rel, p) for p in self.exclude)
 

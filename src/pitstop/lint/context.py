@@ -97,9 +97,17 @@ _KIND: dict[type, str] = {
     ast.For: "loop", ast.AsyncFor: "loop", ast.While: "loop", ast.With: "with",
     ast.AsyncWith: "with", ast.FunctionDef: "func", ast.AsyncFunctionDef: "func",
     ast.ClassDef: "class", ast.Import: "import", ast.ImportFrom: "importfrom",
+    ast.List: "list",
 }
-_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "type_ignores"})
+# Fields the index never descends into: operators and contexts, and the fields that hold
+# plain strings/ints (a name, an attribute, an import's aliases, which the import case
+# reads itself). Name and Constant nodes are leaves for it (a Constant is looked at, not
+# entered); what is left in a field is a node, a list of nodes, or None.
+_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "type_ignores", "id",
+                          "attr", "name", "names", "arg", "asname", "module", "level",
+                          "conversion", "is_async", "simple", "kwd_attrs", "tag", "rest"})
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_LEAVES = frozenset({ast.Constant, ast.MatchSingleton})  # values, not nodes, inside
 _CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose2d", "ConvTranspose3d",
                            "LazyConv2d", "LazyConv3d"})
 _CALL_TAILS = _CONV_CLASSES | {
@@ -171,6 +179,7 @@ class ModuleContext:
         self.assigns: list[ast.Assign] = []
         self.loops: list[ast.AST] = []
         self.withs: list[ast.With | ast.AsyncWith] = []
+        self.lists: list[ast.List] = []  # list displays ([conv, bn, ...] for conv-bias-bn)
         self.hot_loops: list[HotLoop] = []
         self.facts: set[str] = set()
         self.gpu_program = False
@@ -224,13 +233,14 @@ class ModuleContext:
         aliases = self.aliases
         fields_of = _CHILD_FIELDS
         pop, push = stack.pop, stack.append
+        name_t = ast.Name
         calls, assigns, loops, withs = self.calls, self.assigns, self.loops, self.withs
         while stack:
             node, owner, klass = pop()
             t = type(node)
             fields = fields_of.get(t)
             if fields is None:
-                fields = fields_of[t] = tuple(
+                fields = fields_of[t] = () if t in _LEAVES else tuple(
                     f for f in t._fields if f not in _SKIP_FIELDS)
             child_owner: FuncDef | None = owner
             child_class: ast.ClassDef | None = None
@@ -242,10 +252,10 @@ class ModuleContext:
             for name in fields:
                 v = getattr(node, name, None)
                 if v.__class__ is list:
-                    for x in v:
-                        if isinstance(x, ast.AST):
+                    for x in v:  # Dict.keys may hold None
+                        if x is not None and x.__class__ is not name_t:
                             push((x, child_owner, child_class))
-                elif isinstance(v, ast.AST):
+                elif v is not None and v.__class__ is not name_t:
                     push((v, child_owner, child_class))
             if kind is None:
                 continue
@@ -269,6 +279,8 @@ class ModuleContext:
                     self.module_loops = True
             elif kind == "with":
                 withs.append(node)  # type: ignore[arg-type]
+            elif kind == "list":
+                self.lists.append(node)  # type: ignore[arg-type]
             elif kind == "func":
                 fn: FuncDef = node  # type: ignore[assignment]
                 self.functions.setdefault(fn.name, []).append(fn)

@@ -7,13 +7,15 @@ naming the file, and the run goes on.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import gc
 import multiprocessing
 import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -168,9 +170,24 @@ def lint_file(path: str, options: LintOptions, extra_ignores: tuple[str, ...] = 
             "please report it", kind="internal")])
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while linting: an AST is a tree (no cycles,
+    freed by reference counting), but its hundred thousand nodes keep triggering
+    collections that find nothing -- about 14% of the CPU time on torch's files."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _lint_chunk(args: tuple[list[tuple[str, tuple[str, ...]]], LintOptions]) -> list[FileResult]:
     chunk, options = args
-    return [lint_file(p, options, ign) for p, ign in chunk]
+    with _gc_paused():
+        return [lint_file(p, options, ign) for p, ign in chunk]
 
 
 @dataclass
@@ -201,7 +218,8 @@ def run_files(files: list[SourceFile], options: LintOptions,
     if jobs <= 1 or len(items) < 16:
         out = []
         for p, ign in items:
-            out.append(lint_file(p, options, ign))
+            with _gc_paused():
+                out.append(lint_file(p, options, ign))
             if progress:
                 progress(1)
         return out
@@ -224,14 +242,27 @@ def run_files(files: list[SourceFile], options: LintOptions,
 
 
 # ---------------------------------------------------------------------- packages
-def package_root(path: Path) -> tuple[Path, bool]:
-    """The top folder of the package holding ``path`` (and True), or its folder (False)."""
+def package_root(path: Path, memo: dict[Path, tuple[Path, bool]] | None = None
+                 ) -> tuple[Path, bool]:
+    """The top folder of the package holding ``path`` (and True), or its folder (False).
+    ``memo`` (folder -> answer) saves the path resolution and the ``__init__.py`` look-ups
+    for the other files of a folder already seen (a symlinked file is always resolved:
+    its package is where it points)."""
+    folder = path.parent
+    if memo is not None and path.is_symlink():
+        memo = None
+    if memo is not None and folder in memo:
+        return memo[folder]
     d = path.resolve().parent
     if not (d / "__init__.py").exists():
-        return d, False
-    while (d.parent / "__init__.py").exists() and d.parent != d:
-        d = d.parent
-    return d, True
+        answer = (d, False)
+    else:
+        while (d.parent / "__init__.py").exists() and d.parent != d:
+            d = d.parent
+        answer = (d, True)
+    if memo is not None:
+        memo[folder] = answer
+    return answer
 
 
 def sibling_facts(root: Path, recursive: bool, linted: set[Path],
@@ -270,8 +301,9 @@ def resolve_program_findings(results: list[FileResult]) -> dict[Path, set[str]]:
     """Keep a program-level finding only if its package's facts allow it; returns the
     facts of every package seen (the fixer re-checks with them)."""
     by_root: dict[Path, tuple[bool, list[FileResult]]] = {}
+    memo: dict[Path, tuple[Path, bool]] = {}
     for r in results:
-        root, is_pkg = package_root(Path(r.path))
+        root, is_pkg = package_root(Path(r.path), memo)
         by_root.setdefault(root, (is_pkg, []))[1].append(r)
     facts_by_root: dict[Path, set[str]] = {}
     for root, (is_pkg, members) in by_root.items():

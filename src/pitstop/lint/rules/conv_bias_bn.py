@@ -59,11 +59,10 @@ def check(ctx: ModuleContext) -> None:
             for a, b in pairwise(seq):
                 if _is_conv(a) and _is_bn(b):
                     _report(ctx, a, b)
-    for lst in ast.walk(ctx.tree):
-        if isinstance(lst, ast.List):
-            for a, b in pairwise(lst.elts):
-                if _is_conv(a) and _is_bn(b):
-                    _report(ctx, a, b)
+    for lst in ctx.lists:
+        for a, b in pairwise(lst.elts):
+            if _is_conv(a) and _is_bn(b):
+                _report(ctx, a, b)
     # self.conv1 = Conv2d(...); self.bn1 = BatchNorm2d(...) used as bn1(conv1(x))
     # Names are per class: `self.conv` of one module is not `self.conv` of another.
     convs: dict[tuple[ast.AST | None, str], ast.Call] = {}
