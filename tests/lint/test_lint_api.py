@@ -72,3 +72,15 @@ def test_analysis_gate_spells_out_its_triggers() -> None:
         assert worth_analysing(text), text
     for text in ["q = x.zero_point\n", "for a in self._iterate():\n", "handle = idle()\n"]:
         assert not worth_analysing(text), text
+
+
+def test_lint_source_judges_program_rules_on_the_module_alone() -> None:
+    # No convolution in the text: no cudnn-benchmark finding; autocast present: no
+    # amp-missing / tf32. (Conditions used to be left unresolved by lint_source.)
+    loop = ("import torch\nmodel = Net().cuda()\nfor x, y in loader:\n"
+            "    loss = model(x.cuda()).mean()\n    loss.backward()\n    optimizer.step()\n")
+    assert {f.code for f in lint_source(loop)} == {"LT006", "LT011"}
+    conv = "import torch.nn as nn\nlayer = nn.Conv2d(3, 8, 3)\n" + loop
+    assert {f.code for f in lint_source(conv)} == {"LT005", "LT006", "LT011"}
+    amp = loop.replace("    loss = model", "    with torch.autocast('cuda'):\n        loss = model")
+    assert {f.code for f in lint_source(amp)} == set()

@@ -35,10 +35,14 @@ def lint_source(text: str, path: str = "<string>", *, select: tuple[str, ...] = 
     """Findings for one module's source text, judged on its own (no package context).
     Raises SyntaxError if ``text`` is not valid Python."""
     from pitstop.lint.analyze import Selection
-    from pitstop.lint.engine import default_options, lint_text
+    from pitstop.lint.engine import condition_holds, default_options, lint_text
 
     result = lint_text(text, path, default_options(Selection(select=select, ignore=ignore)))
-    return sorted(result.findings, key=LintFinding.sort_key)
+    # Program-level findings hold only if this module's own facts allow them (a
+    # cudnn-benchmark finding needs a convolution, amp-missing no autocast...).
+    kept = [f for f in result.findings
+            if not f.condition or condition_holds(f.condition, result.facts)]
+    return sorted(kept, key=LintFinding.sort_key)
 
 
 def lint_paths(paths: Iterable[str | PathLike[str]], *, select: tuple[str, ...] = ("LT",),
