@@ -2,7 +2,7 @@
 DDP with accumulation, evaluation, a package whose flags live in another module), each
 with the findings a careful reviewer expects listed beside it (``<script>.expected``,
 written by hand as ``line CODE``). The test reports precision and recall over the whole
-corpus and fails if either drops."""
+corpus and fails on any false positive and on any miss not listed in KNOWN_MISSES."""
 
 from __future__ import annotations
 
@@ -13,6 +13,13 @@ from lint_helpers import CORPUS, lint
 
 PRECISION_FLOOR = 0.95
 RECALL_FLOOR = 0.95
+# Misses we know of and could not fix (see docs/lint.md, Limits): any other miss, and any
+# false positive at all, fails the test even while the floors still hold -- a floor alone
+# would let one new false alarm through.
+KNOWN_MISSES = {
+    # the loader is built in data.py and iterated for epochs in train.py: one module at a time
+    ("sibling_modules/trainer/data.py", 8, "LT004"),
+}
 
 
 def _expected() -> Counter[tuple[str, int, str]]:
@@ -44,9 +51,12 @@ def test_corpus_precision_and_recall() -> None:
     print("missed:", missed)
     assert precision >= PRECISION_FLOOR, false_pos
     assert recall >= RECALL_FLOOR, missed
+    assert not false_pos, false_pos
+    assert set(missed) == KNOWN_MISSES, missed
 
 
 def test_corpus_covers_every_scenario() -> None:
     names = {p.parent.name for p in CORPUS.rglob("*.py")}
     assert {"image_classification", "language_model", "gan", "ddp_accumulation",
-            "evaluation"} <= names
+            "evaluation", "nanogpt", "imagenet_meter", "hf_manual_loop", "lightning_module",
+            "dcgan", "tqdm_progress", "eval_accuracy", "cpu_only", "trainer"} <= names
