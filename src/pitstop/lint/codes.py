@@ -328,7 +328,10 @@ LINT_DOCS = (
         what=(
             "Finds, in a program with a training loop, `torch.autograd.set_detect_anomaly(True)`, "
             "`with torch.autograd.detect_anomaly():`, `torch.autograd.profiler.emit_nvtx()` / "
-            "`profile()` wrapping the whole training loop, and `gradcheck`/`gradgradcheck`."
+            "`profile()` wrapping the whole training loop, and `gradcheck`/`gradgradcheck`. "
+            "`gradcheck` and `with set_detect_anomaly(True):` count only inside the training "
+            "loop or in the function that runs it: in a helper elsewhere (a test utility, a "
+            "numeric-debugging pass) they cost nothing per step."
         ),
         why=(
             "Anomaly detection stores a traceback for every autograd node and checks every "

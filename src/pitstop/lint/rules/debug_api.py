@@ -21,7 +21,9 @@ def check(ctx: ModuleContext) -> None:
         if tail == "set_detect_anomaly":
             kw = kwarg(call, "mode")
             arg = kw.value if kw is not None else (call.args[0] if call.args else None)
-            if isinstance(arg, ast.Constant) and arg.value is True:
+            scoped = isinstance(ctx.parents.get(call), ast.withitem)  # `with ...(True):`
+            if isinstance(arg, ast.Constant) and arg.value is True and (
+                    not scoped or _in_training_flow(ctx, call)):
                 line = call.func.lineno
                 col = ctx.char_column(line, call.func.col_offset)
                 edit = Edit("kw_set", line, col, tail, name="mode", value="False") if kw else \
@@ -33,7 +35,8 @@ def check(ctx: ModuleContext) -> None:
                     "Turn it on only while hunting a NaN.",
                     fix=Fix(UNSAFE, "turn anomaly detection off", (edit,)),
                 )
-        elif tail in {"gradcheck", "gradgradcheck"} and qn.startswith("torch.autograd"):
+        elif tail in {"gradcheck", "gradgradcheck"} and qn.startswith("torch.autograd") \
+                and _in_training_flow(ctx, call):
             ctx.report(
                 CODE, call,
                 f"`{tail}` in a training program: it runs the model in float64 with numerical "
@@ -69,4 +72,22 @@ def _inside(ctx: ModuleContext, node: ast.AST, ancestor: ast.AST) -> bool:
         if cur is ancestor:
             return True
         cur = ctx.parents.get(cur)
+    return False
+
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _in_training_flow(ctx: ModuleContext, call: ast.Call) -> bool:
+    """Is ``call`` inside a training loop, or in the function (or module body) that runs
+    one? A gradcheck, or anomaly mode used as a context manager, costs only where it is
+    called (unlike `set_detect_anomaly(True)` as a statement, which is global): a helper
+    that wraps it next to a training loop elsewhere in the module (a test utility, a
+    numeric debugging pass) is no finding."""
+    owner = ctx.enclosing(call, _FUNCS)
+    for loop in ctx.hot_loops:
+        if loop.kind != "train":
+            continue
+        if _inside(ctx, call, loop.node) or ctx.enclosing(loop.node, _FUNCS) is owner:
+            return True
     return False
