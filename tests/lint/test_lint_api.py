@@ -84,3 +84,28 @@ def test_lint_source_judges_program_rules_on_the_module_alone() -> None:
     assert {f.code for f in lint_source(conv)} == {"LT005", "LT006", "LT011"}
     amp = loop.replace("    loss = model", "    with torch.autocast('cuda'):\n        loss = model")
     assert {f.code for f in lint_source(amp)} == set()
+
+
+def test_loader_factory_judged_by_the_module_that_iterates_it(tmp_path) -> None:
+    # data.py builds and returns the loader; whether it needs persistent workers depends
+    # on train.py: an epoch loop there makes it a finding, a single pass does not.
+    def package(train_body: str):
+        pkg = tmp_path / f"pkg{len(list(tmp_path.iterdir()))}"
+        pkg.mkdir()
+        (pkg / "__init__.py").write_text("")
+        (pkg / "data.py").write_text(
+            "from torch.utils.data import DataLoader\n\n"
+            "def make_loader(ds):\n    return DataLoader(ds, batch_size=8, num_workers=4)\n")
+        (pkg / "train.py").write_text("from .data import make_loader\n\n" + train_body)
+        return pkg
+
+    epochs = package("def fit(ds, model, opt):\n    loader = make_loader(ds)\n"
+                     "    for epoch in range(10):\n        for x in loader:\n"
+                     "            model(x).sum().backward()\n            opt.step()\n")
+    once = package("def fit(ds, model, opt):\n    for x in make_loader(ds):\n"
+                   "        model(x).sum().backward()\n        opt.step()\n")
+    assert [(f.line, f.code) for f in lint_paths([epochs], select=("LT004",), jobs=1).findings] \
+        == [(4, "LT004")]
+    assert not lint_paths([once], select=("LT004",), jobs=1).findings
+    # data.py alone: nothing shows the loader is iterated for epochs, so no finding
+    assert not lint_paths([epochs / "data.py"], select=("LT004",), jobs=1).findings
