@@ -105,7 +105,10 @@ LINT_DOCS = (
         title="DataLoader with workers iterated for several epochs without persistent_workers=True",
         what=(
             "Finds `DataLoader(...)` calls with `num_workers` not 0 and no "
-            "`persistent_workers=True` whose loader is iterated inside an outer (epoch) loop."
+            "`persistent_workers=True` whose loader is iterated inside an outer (epoch) loop: "
+            "in the same module, in a function of it that receives the loader, under a "
+            "Lightning-style `trainer.fit` (more than one epoch), or in another module of the "
+            "package that iterates what a loader factory here returns."
         ),
         why=(
             "Without persistent workers every epoch starts by killing the worker processes and "
