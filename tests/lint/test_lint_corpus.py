@@ -56,4 +56,5 @@ def test_corpus_covers_every_scenario() -> None:
     names = {p.parent.name for p in CORPUS.rglob("*.py")}
     assert {"image_classification", "language_model", "gan", "ddp_accumulation",
             "evaluation", "nanogpt", "imagenet_meter", "hf_manual_loop", "lightning_module",
-            "dcgan", "tqdm_progress", "eval_accuracy", "cpu_only", "trainer"} <= names
+            "dcgan", "tqdm_progress", "eval_accuracy", "cpu_only", "trainer", "accelerate_loop",
+            "ddp_rank0_logging", "segmentation_timing", "timm_style", "vae"} <= names
