@@ -105,6 +105,11 @@ def test_syntax_error_alone_is_exit_1(tmp_path, pitstop_cli) -> None:
     r = pitstop_cli("lint", str(tmp_path / "broken.py"))
     assert r.returncode == 1, r.stderr
     assert "broken.py:2: error: syntax error" in r.stderr and "Traceback" not in r.stderr
+    assert "No findings in 1 file. 1 file could not be checked (errors on stderr)." in r.stdout
+    gh = pitstop_cli("lint", str(tmp_path / "broken.py"), "--format", "github")
+    assert gh.returncode == 1
+    assert f"::error file={tmp_path / 'broken.py'},line=2,title=pitstop lint::syntax error" \
+        in gh.stdout
 
 
 def test_missing_path_beats_findings(tmp_path, pitstop_cli) -> None:

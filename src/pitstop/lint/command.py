@@ -149,7 +149,9 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
     else:
         color = sys.stdout.isatty()
         click.echo(render_text(findings, color=color, show_source=not no_source), nl=False)
-        click.echo(summary_text(findings, run.files, unsafe=unsafe_fixes), nl=False)
+        unchecked = len({d.path for d in diagnostics if d.kind == "error"})
+        click.echo(summary_text(findings, run.files, unsafe=unsafe_fixes, unchecked=unchecked),
+                   nl=False)
 
     # As in ruff: a file that cannot be checked (syntax error, undecodable, unreadable)
     # is a diagnostic about the code, exit 1; a named path that cannot be used or a bug

@@ -47,13 +47,18 @@ def render_text(findings: Sequence[LintFinding], *, color: bool = False,
     return "\n".join(out) + ("\n" if out else "")
 
 
-def summary_text(findings: Sequence[LintFinding], files: int, *, unsafe: bool) -> str:
+def summary_text(findings: Sequence[LintFinding], files: int, *, unsafe: bool,
+                 unchecked: int = 0) -> str:
+    """The last line of the text format; ``unchecked``: files that could not be checked
+    (named on stderr), which also make the exit status 1."""
+    not_checked = (f" {unchecked} file{'s' if unchecked != 1 else ''} could not be checked "
+                   "(errors on stderr).") if unchecked else ""
     if not findings:
-        return f"No findings in {files} file{'s' if files != 1 else ''}.\n"
+        return f"No findings in {files} file{'s' if files != 1 else ''}.{not_checked}\n"
     safe = sum(1 for f in findings if f.fix and f.fix.safety == "safe")
     unsafe_n = sum(1 for f in findings if f.fix and f.fix.safety == "unsafe")
     parts = [f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} "
-             f"in {files} file{'s' if files != 1 else ''}."]
+             f"in {files} file{'s' if files != 1 else ''}.{not_checked}"]
     if safe:
         parts.append(f"[*] {safe} fixable with `--fix`.")
     if unsafe_n and not unsafe:
@@ -88,7 +93,9 @@ def render_github(findings: Sequence[LintFinding], diagnostics: Sequence[Diagnos
         where = f"cell {f.cell}: " if f.cell is not None else ""
         out.append(f"::{GITHUB_LEVEL[f.severity]} {','.join(props)}::{_esc_data(where + f.message)}")
     for d in diagnostics:
-        out.append(f"::error file={_esc_prop(d.path)},title=pitstop lint::{_esc_data(d.message)}")
+        where = f",line={d.line}" if d.line else ""
+        out.append(f"::error file={_esc_prop(d.path)}{where},title=pitstop lint::"
+                   f"{_esc_data(d.message)}")
     return "\n".join(out) + ("\n" if out else "")
 
 
