@@ -145,6 +145,7 @@ class State:
     depth: int = 0
     func: FuncDef | None = None
     no_grad: bool = False
+    nested: bool = False  # inside a plain loop within the hot loop (`break` leaves only it)
 
     @property
     def per_batch(self) -> bool:
@@ -1016,8 +1017,10 @@ class ModuleContext:
             self.visit_expr(stmt.test, st)
             self._check_test(stmt.test, stmt, st)
             rare = self.rarity(stmt.test, st) == "rare"
-            self.walk_body(stmt.body, replace(st, rare=True) if rare and st.hot else st)
-            self.walk_body(stmt.orelse, st)
+            self.walk_body(stmt.body, replace(st, rare=True) if st.hot and (
+                rare or self._leaves_loop(stmt.body, st)) else st)
+            self.walk_body(stmt.orelse, replace(st, rare=True) if st.hot and stmt.orelse
+                           and self._leaves_loop(stmt.orelse, st) else st)
         elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
             self._walk_loop(stmt, st)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -1032,8 +1035,8 @@ class ModuleContext:
         elif isinstance(stmt, ast.Try) or (hasattr(ast, "TryStar") and isinstance(
                 stmt, ast.TryStar)):
             self.walk_body(stmt.body, st)
-            for h in stmt.handlers:
-                self.walk_body(h.body, st)
+            for h in stmt.handlers:  # runs on an error, not per batch
+                self.walk_body(h.body, replace(st, rare=True) if st.hot else st)
             self.walk_body(stmt.orelse, st)
             self.walk_body(stmt.finalbody, st)
         elif isinstance(stmt, ast.Assert):
@@ -1048,6 +1051,19 @@ class ModuleContext:
                 if isinstance(child, ast.expr):
                     self.visit_expr(child, st)
 
+    def _leaves_loop(self, body: list[ast.stmt], st: State) -> bool:
+        """Does this branch end by leaving the hot loop (so it runs at most once)? A
+        `raise` always; a `return` when the hot loop is in this very function (not one
+        followed into); a `break` when, moreover, no plain loop is nested in between."""
+        last = body[-1] if body else None
+        if isinstance(last, ast.Raise):
+            return True
+        if not isinstance(last, (ast.Return, ast.Break)) or st.hot is None or st.via:
+            return False
+        if isinstance(last, ast.Break) and st.nested:
+            return False
+        return self.enclosing(st.hot.node, (ast.FunctionDef, ast.AsyncFunctionDef)) is st.func
+
     def _walk_loop(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> None:
         kind = self.classify_loop(loop, st.func)
         inner = st
@@ -1056,7 +1072,9 @@ class ModuleContext:
             self.hot_loops.append(hot)
             if kind == "train":
                 self.has_train_loop = True
-            inner = replace(st, hot=hot, rare=False, via="")
+            inner = replace(st, hot=hot, rare=False, via="", nested=False)
+        elif st.hot is not None and not st.nested:
+            inner = replace(st, nested=True)
         if isinstance(loop, ast.While):
             self.visit_expr(loop.test, inner)
             self._check_test(loop.test, loop, inner)
