@@ -109,3 +109,28 @@ def test_time_bound_interrupts_a_long_call() -> None:
             pass
     with time_bound(5):
         pass  # and the alarm is disarmed afterwards
+
+
+def test_recommendation_is_the_fastest_kept_configuration() -> None:
+    from pitstop.bench.ladder import Knobs, LadderResult, RungResult
+    from pitstop.bench.report import recommendation, recommendation_text
+
+    def row(index: int, status: str, knobs: list[str], median: float | None) -> RungResult:
+        rung = RUNGS[index]
+        return RungResult(index, rung.name, rung.title, rung.change, status, knobs=knobs,
+                          applied={"num_workers": 3},
+                          measurement=_m(median, median, median) if median else None)
+
+    rungs = [row(0, "baseline", [], 100), row(1, "kept", ["workers"], 150),
+             row(4, "slower", ["workers", "no_sync"], 90),
+             row(6, "kept", ["workers", "channels_last"], 140)]
+    result = LadderResult(rungs, None, Knobs(workers=True, channels_last=True))
+    rec = recommendation(result, device="cpu", batch_size=32, log_every=50)
+    assert rec is not None
+    assert rec["knobs"] == ["workers"] and rec["speedup"] == 1.5
+    assert rec["no_measurable_gain"] == ["channels_last"]
+    assert rec["left_out_as_slower"] == ["no per-step sync"]
+    assert "channels_last" not in rec["snippet"] and "loader(dataset" in rec["snippet"]
+    text = recommendation_text(rec)
+    assert text.startswith("recommended for this machine: DataLoader workers (3)")
+    assert "no faster: channels_last" in text

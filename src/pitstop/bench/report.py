@@ -135,12 +135,6 @@ def knob_phrase(knob: str, applied: dict[str, Any]) -> str:
     return label
 
 
-def final_applied(result: LadderResult) -> dict[str, Any]:
-    """The ``applied`` record of the top kept rung (the recommended configuration)."""
-    kept = [r for r in result.rungs if r.status in ("baseline", "kept")]
-    return kept[-1].applied if kept else {}
-
-
 def snippet(knobs: Knobs, *, device: str, batch_size: int, log_every: int) -> str:
     """Code using pitstop.train that runs the recommended configuration."""
     cuda = device.startswith("cuda")
@@ -186,24 +180,33 @@ def snippet(knobs: Knobs, *, device: str, batch_size: int, log_every: int) -> st
 
 def recommendation(result: LadderResult, *, device: str, batch_size: int, log_every: int
                    ) -> dict[str, Any] | None:
-    """The configuration at the top of the ladder, in words and as code."""
-    if result.baseline() is None:
+    """The fastest configuration measured, in words and as code.
+
+    The kept rungs are nested (each is the one below plus a knob), so any of them is a
+    whole configuration. Normally the top one is also the fastest; when noise let a
+    knob through that did not pay, the fastest kept rung is recommended and the knobs
+    above it are listed as "no measurable gain".
+    """
+    baseline = result.baseline()
+    if baseline is None:
         return None
-    applied = final_applied(result)
-    knobs = result.final_knobs
-    phrases = [knob_phrase(k, applied) for k in knobs.active()]
+    kept = [r for r in result.rungs if r.status in ("baseline", "kept") and r.measurement]
+    fastest = max(kept, key=lambda r: r.measurement.median if r.measurement else 0.0)
+    knobs = Knobs(**{k: True for k in fastest.knobs})
+    phrases = [knob_phrase(k, fastest.applied) for k in knobs.active()]
+    above = [r.title for r in kept if (r.index or 0) > (fastest.index or 0)]
     left_out = [r.title for r in result.rungs if r.status == "slower"]
     not_measured = [f"{r.title} ({r.status})" for r in result.rungs
                     if r.status in ("skipped", "failed", "interrupted")]
-    top = max((r for r in result.rungs if r.status in ("baseline", "kept")),
-              key=lambda r: r.index or 0, default=None)
     return {
         "knobs": knobs.active(),
+        "rung": fastest.name,
         "text": ", ".join(phrases) if phrases else "the naive loop (no knob helped here)",
+        "no_measurable_gain": above,
         "left_out_as_slower": left_out,
         "not_measured": not_measured,
-        "speedup": _round(speedup(top, result.baseline())) if top else None,
-        "share_of_ideal": _round(share_of_ideal(top, result.ideal)) if top else None,
+        "speedup": _round(speedup(fastest, baseline)),
+        "share_of_ideal": _round(share_of_ideal(fastest, result.ideal)),
         "snippet": snippet(knobs, device=device, batch_size=batch_size, log_every=log_every),
     }
 
@@ -380,6 +383,8 @@ def recommendation_text(rec: dict[str, Any] | None) -> str:
         gains.append(f"{rec['share_of_ideal']:.0%} of ideal")
     if gains:
         parts.append(f" ({', '.join(gains)})")
+    if rec.get("no_measurable_gain"):
+        parts.append(f"; kept by the noise rule but no faster: {', '.join(rec['no_measurable_gain'])}")
     return "".join(parts)
 
 
