@@ -168,8 +168,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer steps (noisier)")
     ap.add_argument("--steps", type=int, default=None, help="steps per variant")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch intra-op threads (1 keeps OpenMP spin-waits out of the "
+                         "main-thread CPU figures on a small, shared machine)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     steps = args.steps or (40 if args.quick else 150)
     per_block = 5
     console = Console(stderr=True)
