@@ -155,7 +155,8 @@ def escape_rich(text: str) -> str:
 # ---- HTML ---------------------------------------------------------------------------
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:960px;color:#222}
-h1{font-size:22px;margin-bottom:4px} h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
+h1{font-size:22px;margin-bottom:4px} h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ddd}
+h3{font-size:14px;margin:14px 0 2px}
 .verdict{display:inline-block;padding:4px 10px;border-radius:4px;color:#fff;font-weight:bold}
 .v-input-bound,.v-io-bound{background:#c62828}.v-host-bound,.v-memory-bound{background:#ef6c00}
 .v-compute-bound{background:#2e7d32}.v-unknown{background:#616161}
