@@ -316,7 +316,9 @@ class TrainStep:
             loss = None
             self.optimizer.zero_grad(set_to_none=True)
             if self.device.type == "cuda":
-                torch.cuda.empty_cache()
+                # Only on the out-of-memory retry path, not per step: give the
+                # failed attempt's cached blocks back before the smaller retry.
+                torch.cuda.empty_cache()  # noqa: LT001
             if micro <= 1:
                 raise torch.OutOfMemoryError(
                     f"pitstop.train.TrainStep: out of memory on {self.device} even with "
