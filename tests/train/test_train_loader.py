@@ -21,7 +21,9 @@ from pitstop.train.loader import (
     find_config,
     measure_sample_bytes,
     parse_cgroup2_cpu_max,
+    training_threads,
     usable_cpus,
+    use_training_threads,
 )
 
 MiB = 2**20
@@ -67,6 +69,37 @@ def test_cpu_target_leaves_the_cores_to_compute_and_one_cpu_means_no_workers() -
                            sample_why="measured", batch_size=8)
     assert one["num_workers"][0] == 0 and one["prefetch_factor"][0] is None
     assert one["persistent_workers"][0] is False
+
+
+def test_training_threads_are_the_cpus_the_workers_leave_on_cpu_only() -> None:
+    assert training_threads(4, device="cpu", facts=facts(cpus=16))[0] == 12
+    assert training_threads(2, device="cpu", facts=facts(cpus=16, lws=2))[0] == 6
+    assert training_threads(3, device="cpu", facts=facts(cpus=2))[0] == 1  # never below one
+    none_without_workers, why = training_threads(0, device="cpu", facts=facts(cpus=2))
+    assert none_without_workers is None and "no worker processes" in why
+    on_gpu, why = training_threads(15, device=torch.device("cuda"), facts=facts(cpus=16))
+    assert on_gpu is None and "cuda" in why
+
+
+def test_loader_recommends_threads_but_changes_nothing_until_asked(tmp_path: Path) -> None:
+    before = torch.get_num_threads()
+    dl = loader(dataset(), 8, shuffle=False, device="cpu", num_workers=1)
+    try:
+        assert torch.get_num_threads() == before  # loader() leaves global settings alone
+        value, source = dl.pitstop_settings["torch_threads"]
+        cpus = usable_cpus()[0]
+        assert value == max(1, cpus - 1) and source.startswith("computed: ")
+        assert len(list(dl)) == 8  # the entry is not passed on to DataLoader
+        change = use_training_threads(dl)
+        assert torch.get_num_threads() == value == change.value and change.before == before
+    finally:
+        torch.set_num_threads(before)
+    no_workers = loader(dataset(), 8, shuffle=False, device="cpu", num_workers=0)
+    assert no_workers.pitstop_settings["torch_threads"][0] is None
+    change = use_training_threads(no_workers)
+    assert change.value == change.before == torch.get_num_threads() == before
+    forced = loader_settings(None, 8, device="cpu", num_workers=1, torch_threads=3)
+    assert forced["torch_threads"] == (3, "override")
 
 
 def test_small_shm_bounds_prefetch_then_workers() -> None:

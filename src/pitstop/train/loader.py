@@ -11,6 +11,10 @@ Each setting comes from one of four sources, recorded next to its value in
   use (affinity mask and cgroup CPU quota) shared among the local ranks
   (``LOCAL_WORLD_SIZE``), the size of one sample, free RAM and free ``/dev/shm``.
 * ``"default"`` — PyTorch's own default, kept.
+
+One entry is not a DataLoader argument: ``torch_threads``, the intra-op thread count
+recommended for the training process beside the workers (CPU training only; see
+:func:`training_threads`). It is applied only by calling :func:`use_training_threads`.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from torch.utils.data.distributed import DistributedSampler
 
 from pitstop.sysroot import Sysroot
+from pitstop.train.defaults import SettingChange
 from pitstop.train.prefetch import resolve_device
 
 log = logging.getLogger("pitstop.train")
@@ -438,6 +443,9 @@ def loader_settings(dataset: Any, batch_size: int, *, device: str | torch.device
                                  "computed: num_workers is 0, so no worker options")
     elif settings.get("prefetch_factor", (None,))[0] is None:
         settings["prefetch_factor"] = (2, "default")
+    if "torch_threads" not in overrides:
+        settings["torch_threads"] = training_threads(int(settings["num_workers"][0]),
+                                                     device=target, facts=facts)
 
     if (dist.is_available() and dist.is_initialized()
             and "sampler" not in overrides and "batch_sampler" not in overrides
@@ -447,6 +455,55 @@ def loader_settings(dataset: Any, batch_size: int, *, device: str | torch.device
             f"shuffle={shuffle})",
             "computed: torch.distributed is initialized; each rank reads its own shard")
     return settings
+
+
+def training_threads(num_workers: int, *, device: str | torch.device = "auto",
+                     facts: MachineFacts | None = None) -> Setting:
+    """The intra-op thread count the *training process* should use beside ``num_workers``
+    loader workers, as ``(value, source)``; ``value`` None means "keep torch's own".
+
+    Only CPU training gets a number: the model then computes on the same cores the
+    workers decode on, and torch's default (one thread per CPU) plus the workers
+    oversubscribes them. OpenMP threads that wait for a descheduled sibling at every
+    parallel region make that far slower than the lost core alone (measured by
+    ``benchmarks/bench_loader_threads.py``: 3.7x on 2 CPUs with 1 worker). On a GPU
+    the training process's own CPU threads barely matter, so they are left alone.
+    This is a recommendation: :func:`loader` never changes global thread counts;
+    :func:`use_training_threads` applies it when called.
+    """
+    target = resolve_device(device)
+    if target.type != "cpu":
+        return None, f"computed: training on {target.type}: torch's own thread count is kept"
+    facts = facts or gather_machine_facts()
+    per_rank = max(1, facts.cpus // facts.local_world_size)
+    if num_workers <= 0:
+        return None, "computed: no worker processes share the CPUs: torch's own thread count is kept"
+    threads = max(1, per_rank - num_workers)
+    return threads, (f"computed: {per_rank} CPU(s) for this rank minus {num_workers} loader "
+                     f"worker(s); more intra-op threads would oversubscribe the cores")
+
+
+def use_training_threads(dl: DataLoader[Any]) -> SettingChange:
+    """Set torch's intra-op threads to what ``dl.pitstop_settings["torch_threads"]``
+    recommends (CPU training with worker processes); otherwise change nothing.
+
+    Call it once, after building the loader, in the training process::
+
+        train = loader(dataset, 32, shuffle=True, device="cpu")
+        print(use_training_threads(train))   # e.g. torch threads 2 -> 1
+
+    Returns what was done, printable, like the entries of :func:`fast_defaults`'s record.
+    """
+    settings = getattr(dl, "pitstop_settings", None)
+    before = torch.get_num_threads()
+    if not isinstance(settings, dict) or "torch_threads" not in settings:
+        return SettingChange("torch.set_num_threads", before, before,
+                             "not a pitstop loader: no recommendation to apply")
+    value, why = settings["torch_threads"]
+    if value is None or int(value) == before:
+        return SettingChange("torch.set_num_threads", before, before, why)
+    torch.set_num_threads(int(value))
+    return SettingChange("torch.set_num_threads", int(value), before, why)
 
 
 def format_settings(settings: Mapping[str, Setting]) -> str:
@@ -492,7 +549,7 @@ class PitstopDataLoader(DataLoader):
         return format_settings(self.pitstop_settings)
 
 
-_NOT_LOADER_KWARGS = ("sample_bytes", "batch_size", "shuffle", "sampler")
+_NOT_LOADER_KWARGS = ("sample_bytes", "torch_threads", "batch_size", "shuffle", "sampler")
 
 
 def loader(dataset: Dataset[Any], batch_size: int, *, shuffle: bool,
