@@ -49,6 +49,20 @@ class PidRecordingTransform:
         return self.inner(image)  # type: ignore[arg-type]
 
 
+class FailsInWorkersTransform:
+    """A TrainTransform that raises in any process but the one that made it: the rung
+    that decodes in DataLoader workers fails, the others run."""
+
+    def __init__(self, size: int) -> None:
+        self.inner = TrainTransform(size)
+        self.owner = os.getpid()
+
+    def __call__(self, image: object) -> torch.Tensor:
+        if os.getpid() != self.owner:
+            raise RuntimeError("decoding refused in a worker process (test)")
+        return self.inner(image)  # type: ignore[arg-type]
+
+
 def recorded_pids(log: Path) -> set[int]:
     return {int(line) for line in log.read_text().split()} if log.exists() else set()
 

@@ -10,7 +10,12 @@ from typing import Any
 import psutil
 import pytest
 import torch
-from _bench_helpers import PidRecordingTransform, make_workload, recorded_pids
+from _bench_helpers import (
+    FailsInWorkersTransform,
+    PidRecordingTransform,
+    make_workload,
+    recorded_pids,
+)
 from torch.utils.data import DataLoader
 
 from pitstop.bench.dataset import DataSource
@@ -81,6 +86,46 @@ def test_rung_one_decodes_in_worker_processes(tiny: DataSource, tmp_path: Path) 
             assert os.getpid() not in pids  # decoded only in worker processes
         else:
             assert pids == {os.getpid()}
+
+
+def test_rung_one_on_cpu_trains_with_the_cpus_the_workers_leave(tiny: DataSource) -> None:
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: pitstop.train.loader chooses no workers")
+    before = torch.get_num_threads()
+    seen: dict[str, list[int]] = {"naive": [], "workers": []}
+    for name, knobs in (("naive", Knobs()), ("workers", Knobs(workers=True))):
+        trainer = Trainer(make_workload(tiny), knobs)
+        trainer.model.register_forward_pre_hook(
+            lambda module, args, name=name: seen[name].append(torch.get_num_threads()))
+        try:
+            trainer.run(3, _no_tick)
+            assert torch.get_num_threads() == before  # restored after the steps
+            workers = trainer.applied["num_workers"]
+            cpus = len(os.sched_getaffinity(0))
+            if name == "naive":
+                assert set(seen[name]) == {before}
+                assert trainer.applied["torch_threads"] == before
+            else:
+                assert workers >= 1 and set(seen[name]) == {max(1, cpus - workers)}
+                assert trainer.applied["torch_threads"] == max(1, cpus - workers)
+                assert trainer.applied["torch_threads_source"].startswith("computed")
+        finally:
+            trainer.close()
+
+
+def test_a_failing_rung_is_reported_and_the_ladder_goes_on(tiny: DataSource) -> None:
+    workload = make_workload(tiny, transform=FailsInWorkersTransform(16))
+    result = run_ladder(workload, probe_context(workload.device, quick=True),
+                        selected={0, 1, 4})
+    by_name = {r.name: r for r in result.rungs}
+    assert by_name["workers"].status == "failed"
+    assert "decoding refused in a worker process" in (by_name["workers"].reason or "")
+    assert by_name["workers"].measurement is None
+    # the rung above it builds on the naive loop, without the failed knob
+    assert by_name["no-sync"].measurement is not None
+    assert by_name["no-sync"].knobs == ["no_sync"]
+    assert result.ideal is not None and result.ideal.measurement is not None
+    assert psutil.Process().children() == []
 
 
 class ItemCounter:

@@ -166,6 +166,8 @@ def compile_problem(device: torch.device) -> str | None:
             import triton  # noqa: F401
         except ImportError:
             return "Triton is not installed (torch.compile's GPU backend needs it)"
+        except Exception as err:  # a broken Triton install must cost one rung, not the run
+            return f"Triton cannot be imported ({_first_line(err)})"
         return None
     try:
         from torch._inductor import config as inductor_config
@@ -259,6 +261,8 @@ class Trainer:
         self._sink = open(os.devnull, "w")  # noqa: SIM115 - closed in close()
         self._iterator: Iterator[Any] | None = None
         self.loader: DataLoader[Any] | None = None
+        # Intra-op threads while this configuration trains (None: torch's own count).
+        self.threads: int | None = None
 
         model: torch.nn.Module = build_model(workload.model_spec, workload.num_classes)
         model = model.to(self.device)
@@ -307,6 +311,7 @@ class Trainer:
                 overrides["pin_memory"] = False
             loader = trainlib.make_loader(view, w.batch_size, device=self.device, **overrides)
         workers, source = trainlib.loader_workers(loader)
+        self.threads, threads_source = trainlib.training_threads(loader, self.device)
         self.applied.update({
             "num_workers": workers,
             "num_workers_source": source,
@@ -316,6 +321,8 @@ class Trainer:
             "non_blocking": bool(loader.pin_memory),
             "device_prefetcher": self.knobs.pinned and self.device.type == "cuda",
             "loader": type(loader).__name__,
+            "torch_threads": self.threads or torch.get_num_threads(),
+            "torch_threads_source": threads_source if self.threads else "torch's own thread count",
         })
         return loader
 
@@ -365,12 +372,13 @@ class Trainer:
         """``n`` training steps from the loader; returns the samples consumed."""
         batches = self._batches()
         samples = 0
-        for _ in range(n):
-            inputs, targets = self._prepare(*next(batches))
-            loss = trainlib.call_step(self.step, inputs, targets)
-            self._after_step(loss)
-            samples += int(inputs.shape[0])
-            tick()
+        with intra_op_threads(self.threads):
+            for _ in range(n):
+                inputs, targets = self._prepare(*next(batches))
+                loss = trainlib.call_step(self.step, inputs, targets)
+                self._after_step(loss)
+                samples += int(inputs.shape[0])
+                tick()
         return samples
 
     def ideal_runner(self) -> Callable[[int, Callable[[], None]], int]:
@@ -391,6 +399,20 @@ class Trainer:
 
 
 @contextlib.contextmanager
+def intra_op_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with ``threads`` intra-op threads (None: unchanged), then restore."""
+    before = torch.get_num_threads()
+    if threads is None or threads == before:
+        yield
+        return
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
 def global_settings(knobs: Knobs) -> Iterator[None]:
     """Set the process-wide switches of ``knobs``, and put the old values back after."""
     before = torch.backends.cudnn.benchmark
@@ -402,8 +424,14 @@ def global_settings(knobs: Knobs) -> Iterator[None]:
 
 
 def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0] if text else ''}".rstrip(": ")
+    """A one-line reason. Errors re-raised from DataLoader workers carry the worker's
+    traceback in their message: its last line (the original error) is kept too."""
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    text = f"{type(err).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    if len(lines) > 1 and any(line.startswith("Traceback") or "Original Traceback" in line
+                              for line in lines):
+        text += f" {lines[-1]}"
+    return text
 
 
 def measure_trainer(trainer: Trainer, workload: Workload, reporter: Reporter, label: str
@@ -507,6 +535,7 @@ def run_ladder(workload: Workload, ctx: Context, *, selected: set[int] | None = 
             if base.measurement is None:
                 if trainer is not None:
                     trainer.close()
+                _free_device_memory(workload.device)
                 if rung.index == 0:
                     finish(base)
                     break  # without the baseline there is nothing to compare against
@@ -536,7 +565,13 @@ def run_ladder(workload: Workload, ctx: Context, *, selected: set[int] | None = 
                 trainer.close()
             finish(base)
         if measure_ideal and best is not None:
-            ideal = run_ideal(best[0], workload, reporter)
+            try:
+                ideal = run_ideal(best[0], workload, reporter)
+            except (Exception, CompileTimeout) as err:
+                ideal = RungResult(None, "ideal", "ideal (no loader)", "", status="failed",
+                                   reason=_first_line(err))
+                reporter.note(f"the ideal row failed: {_first_line(err)}")
+                reporter.rung_finished(ideal)
     except KeyboardInterrupt:
         interrupted = True
     if best is not None:
@@ -568,9 +603,10 @@ def _slower_hint(rung: Rung, result: RungResult, workload: Workload) -> str:
     """A likely cause, where one is known, appended to a "slower" reason."""
     if rung.knob == "workers" and workload.device.type == "cpu":
         workers = result.applied.get("num_workers")
+        threads = result.applied.get("torch_threads")
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         return (f"; on a CPU the {workers} worker process(es) compete with the training's "
-                f"{torch.get_num_threads()} intra-op threads for {cpus} CPUs")
+                f"{threads} intra-op thread(s) for {cpus} CPUs")
     return ""
 
 
@@ -581,6 +617,17 @@ def _workers_blocked(workload: Workload) -> tuple[str, str] | None:
     if count == 0:
         return ("not applicable", f"pitstop.train.loader chose num_workers=0 here ({why})")
     return None
+
+
+def _free_device_memory(device: torch.device) -> None:
+    """Hand a failed rung's cached GPU memory back, so an out-of-memory rung does not
+    starve the rungs after it."""
+    if device.type == "cuda":
+        import gc
+
+        gc.collect()
+        with contextlib.suppress(Exception):
+            torch.cuda.empty_cache()
 
 
 def _reset_dynamo() -> None:

@@ -129,6 +129,9 @@ def detail(result: RungResult) -> str:
 def knob_phrase(knob: str, applied: dict[str, Any]) -> str:
     label = KNOB_LABEL[knob]
     if knob == "workers" and applied.get("num_workers") is not None:
+        if str(applied.get("torch_threads_source", "")).startswith("computed"):
+            return (f"{label} ({applied['num_workers']}, with {applied['torch_threads']} "
+                    f"intra-op thread(s) in the training process)")
         return f"{label} ({applied['num_workers']})"
     if knob == "mixed_precision" and applied.get("precision"):
         return f"{label} ({applied['precision']})"
@@ -151,6 +154,10 @@ def snippet(knobs: Knobs, *, device: str, batch_size: int, log_every: int) -> st
     if cuda and not knobs.pinned:
         loader_args.append("pin_memory=False")
     lines.append(f"train_loader = loader(dataset, {', '.join(loader_args)})")
+    if knobs.workers and not cuda:
+        lines[1:1] = ["from pitstop.train.loader import use_training_threads"]
+        lines.append("print(use_training_threads(train_loader))  "
+                     "# intra-op threads = CPUs the workers leave")
     lines.append(f'model = model.to("{device}")')
     if knobs.channels_last:
         lines.append("model = model.to(memory_format=torch.channels_last)")

@@ -22,7 +22,8 @@ RUNGS: tuple[Rung, ...] = (
          "num_workers=0, no pinned memory, loss.item() printed every step, fp32, "
          "cudnn autotuner off"),
     Rung(1, "workers", "workers", "DataLoader workers",
-         "decode and augment in worker processes (count from pitstop.train.loader)"),
+         "decode and augment in worker processes (count from pitstop.train.loader); "
+         "on a CPU, torch's intra-op threads cut to the CPUs the workers leave"),
     Rung(2, "pinned", "pinned", "pinned memory + non_blocking",
          "pin_memory=True, non_blocking copies, DevicePrefetcher on a side stream"),
     Rung(3, "cudnn-benchmark", "cudnn_benchmark", "cudnn.benchmark",

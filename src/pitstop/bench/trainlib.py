@@ -66,6 +66,19 @@ def loader_workers(loader: DataLoader[Any]) -> tuple[int, str]:
     return int(loader.num_workers), source
 
 
+def training_threads(loader: DataLoader[Any], device: torch.device) -> tuple[int | None, str]:
+    """Intra-op threads for the training process beside ``loader``'s workers (None: keep
+    torch's), as recommended by ``pitstop.train.loader`` in ``pitstop_settings``."""
+    settings = getattr(loader, "pitstop_settings", None)
+    if isinstance(settings, dict) and "torch_threads" in settings:
+        value, source = settings["torch_threads"]
+        return (None if value is None else int(value)), str(source)
+    if device.type != "cpu" or loader.num_workers <= 0:
+        return None, "torch's own thread count"
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cpus - loader.num_workers), "CPUs left after the loader workers (plain torch)"
+
+
 # ---------------------------------------------------------------- moving batches
 
 def to_device(batch: Any, device: torch.device) -> Any:
