@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 from pitstop.findings import CodeDoc, Severity, register
+from pitstop.profile import verdict as v
+from pitstop.profile.probe import SMALL_NUMEL, TINY_OP_US
+
+
+def _p(share: float) -> str:
+    return f"{100 * share:.0f} %"
+
 
 _PROFILE = ("https://pytorch.org/docs/stable/profiler.html",)
 _LOADER = ("https://pytorch.org/docs/stable/data.html#multi-process-data-loading",)
@@ -12,7 +19,9 @@ DOCS = (
         code="PF001", name="input-bound", title="The training loop waits for the DataLoader",
         category="input", severity=Severity.PROBLEM,
         what="A large share of every step is spent inside the DataLoader iterator's "
-             "`__next__`, i.e. the loop asks for the next batch and it is not ready.",
+             "`__next__`, i.e. the loop asks for the next batch and it is not ready: "
+             f"≥ {_p(v.INPUT_SHARE)} of the step makes the verdict `input-bound` (a problem); "
+             f"≥ {_p(v.INPUT_WARN_SHARE)} is reported as a warning under another verdict.",
         why="While the loop waits for data the model computes nothing: the accelerator (or "
             "the CPU cores doing the math) idles. Typical causes: `num_workers=0`, too few "
             "workers for an expensive decode/augment, per-sample Python work, workers "
@@ -20,17 +29,22 @@ DOCS = (
         example="data wait 78 % of step time (93.4 ms of 120 ms), 0 DataLoader workers",
         fix="Give the loader worker processes (`num_workers`≈ cores per GPU, "
             "`persistent_workers=True`, `pin_memory=True` on CUDA), make `__getitem__` "
-            "cheaper (decode once, cache pre-processed tensors), then measure settings with "
-            "`pitstop tune loader`; `pitstop lint` flags loader anti-patterns statically.",
+            "cheaper (decode once, cache pre-processed tensors). `pitstop.train.loader(dataset, "
+            "batch_size, shuffle=True)` computes these settings for the machine; `pitstop "
+            "bench` shows what workers buy on a reference workload; `pitstop lint` flags "
+            "loader anti-patterns statically.",
         fix_safety="manual: loader settings change memory use and, with several workers, "
                    "the order in which side effects in `__getitem__` happen.",
         references=_LOADER),
     CodeDoc(
         code="PF002", name="io-bound", title="Reading the data from storage limits the loader",
         category="input", severity=Severity.PROBLEM,
-        what="The loop waits for data and, during those waits, the loader processes are not "
-             "computing: the disk is busy or the CPUs sit in iowait, or the loader processes "
-             "read files while mostly blocked.",
+        what=f"The loop waits for data (≥ {_p(v.INPUT_SHARE)} of the step, as for PF001) and "
+             "storage is why: CPU iowait ≥ "
+             f"{v.IOWAIT_PCT:.0f} %, or the busiest disk ≥ {v.DISK_BUSY_PCT:.0f} % busy, or "
+             "the loader processes in uninterruptible disk sleep in ≥ 30 % of the samples, "
+             "or they read ≥ 1 MB/s while running < 50 % of the time and using < 0.5 core "
+             "(blocked on reads, not decoding).",
         why="More CPU work in workers will not help when the bytes arrive too slowly: a "
             "dataset on a network filesystem or a spinning disk, many small random reads, "
             "a cold page cache.",
@@ -39,16 +53,20 @@ DOCS = (
         fix="Check the storage with `pitstop doctor --data PATH`; copy the dataset to a local "
             "NVMe disk or to RAM (`/dev/shm`) when it fits; pack small files into large "
             "shards read sequentially; raise read-ahead (`pitstop system apply --only "
-            "readahead`); more workers hide latency, not bandwidth.",
+            "readahead --data PATH`); more workers hide latency, not bandwidth.",
         fix_safety="manual: moving data and changing OS settings are the user's decision.",
         references=_LOADER),
     CodeDoc(
         code="PF003", name="host-bound", title="Host overhead dominates: many tiny operators",
         category="host", severity=Severity.PROBLEM,
-        what="The operator probe (one warm-up step under `torch.profiler`) finds that most "
-             "of the compute time is spent between operators (Python, dispatch) or in "
-             "operators shorter than 20 µs, or, on CUDA, that the GPU runs kernels for only "
-             "a small part of the step.",
+        what="The operator probe (one warm-up step under `torch.profiler`) finds host "
+             f"overhead ≥ {_p(v.HOST_OVERHEAD_SHARE)} of the compute time (forward + backward "
+             "+ optimizer). Host overhead is the time between operators (Python, autograd, "
+             f"dispatch) plus operators that are tiny: shorter than {TINY_OP_US:.0f} µs or "
+             f"whose largest input has fewer than {SMALL_NUMEL} elements. On CUDA also when "
+             f"the GPU runs kernels < {_p(v.GPU_BUSY_SHARE)} of the compute time (the headline "
+             "says sync-bound when there is ≥ 1 host-device sync per step). Checked only "
+             "when data wait is below the PF001 threshold.",
         why="Every PyTorch operator costs a few microseconds of host work however small the "
             "tensor. A loop of thousands of tiny ops keeps the host busy while the GPU (or "
             "the CPU's vector units) wait for work.",
@@ -74,21 +92,25 @@ DOCS = (
     CodeDoc(
         code="PF005", name="compute-bound", title="The step is spent computing",
         category="compute", severity=Severity.INFO,
-        what="Data wait and host overhead are small; the time goes into the model's "
-             "operators (matrix multiplications and convolutions most of all).",
+        what="Data wait and host overhead are below their thresholds (PF001, PF003) and "
+             f"forward + backward + optimizer take ≥ {_p(v.COMPUTE_SHARE)} of the step: the "
+             "time goes into the model's operators (matrix multiplications and convolutions "
+             "most of all).",
         why="This is where a training loop should be. The remaining levers make each "
             "operator cheaper rather than keep the device fed.",
         example="forward+backward+optimizer 91 % of step time; 78 % of operator time in conv/matmul",
         fix="Lower precision (bf16 autocast, `pitstop.train.TrainStep(precision=\"auto\")`), "
-            "`channels_last` for CNNs, `torch.compile`, a larger batch; measure each with "
-            "`pitstop tune model` and `pitstop bench`.",
+            "`channels_last` for CNNs, `torch.compile`, a larger batch; `pitstop bench` measures each of these side by side on a "
+            "reference workload, then time your own run again with `pitstop profile`.",
         fix_safety="manual: precision changes numerics.",
         references=_PROFILE),
     CodeDoc(
         code="PF006", name="memory-bound", title="Operators that move memory dominate the compute",
         category="compute", severity=Severity.WARNING,
         what="Most operator time goes to element-wise ops, normalisations, copies and "
-             "optimizer updates rather than to matmul/convolution (measured by the probe).",
+             "optimizer updates rather than to matmul/convolution: the probe finds "
+             f"matmul/conv/attention < {_p(v.MATMUL_SHARE)} of operator time (of kernel time "
+             f"on CUDA) while compute is ≥ {_p(v.COMPUTE_SHARE)} of the step.",
         why="Such operators read and write every byte for a few flops each: their speed is "
             "memory bandwidth, and each one makes a full round trip through memory.",
         example="matmul/conv 22 % of operator time; top: aten::add_, aten::mul, aten::copy_",
@@ -101,7 +123,8 @@ DOCS = (
         category="distributed", severity=Severity.PROBLEM,
         what="Under torchrun, a rank's own work per step (step time minus time waiting in "
              "collectives, and minus backward under DDP, where the all-reduce waits) is "
-             "above the median of the other ranks in most steps.",
+             "≥ 15 % above the median of the other ranks in ≥ 60 % of the steps (and in "
+             "the median step).",
         why="Data-parallel ranks meet at every gradient all-reduce: every rank runs at the "
             "speed of the slowest one.",
         example="rank 1: 182 ms of own work per step vs 96 ms median of the others, slower in 95 % of steps",
@@ -113,7 +136,8 @@ DOCS = (
     CodeDoc(
         code="PF008", name="slow-host-to-device-copy", title="Host-to-device copies take a large share of the step",
         category="input", severity=Severity.WARNING,
-        what="Calls of `.to(device)` / `.cuda()` on host tensors take ≥ 10 % of the step.",
+        what="Calls of `.to(device)` / `.cuda()` on host tensors take "
+             f"≥ {_p(v.H2D_SHARE)} of the step.",
         why="Copies from pageable memory are synchronous and slow; with pinned memory and "
             "`non_blocking=True` they overlap with compute.",
         example="h2d 14 ms per step (12 %), 96 MB per step",
@@ -124,13 +148,15 @@ DOCS = (
     CodeDoc(
         code="PF009", name="unstable-step-time", title="Step times vary a lot",
         category="loop", severity=Severity.WARNING,
-        what="The slowest tenth of steps take ≥ 1.5× the median step.",
+        what=f"The slowest tenth of steps take ≥ {v.UNSTABLE_RATIO}× the median step "
+             "(p90 / median, over at least 5 measured steps).",
         why="Periodic stalls (a loader that cannot keep up in bursts, garbage collection, "
             "logging or checkpointing every N steps, another process on the machine) cost "
             "time the median hides.",
         example="step median 52 ms, p90 118 ms",
         fix="Look at the per-step plot in report.html for a period; move periodic work off "
-            "the critical path; `pitstop monitor` shows other load on the machine.",
+            "the critical path; the report's CPU timeline (or `top`) shows other load on the "
+            "machine.",
         fix_safety="manual.",
         references=_PROFILE),
     CodeDoc(
@@ -160,7 +186,7 @@ DOCS = (
     CodeDoc(
         code="PF012", name="time-outside-training-calls", title="Much of the step is outside forward, backward and the optimizer",
         category="loop", severity=Severity.WARNING,
-        what="≥ 30 % of the step is spent in none of the hooked calls (data, copies, "
+        what=f"≥ {_p(v.OTHER_SHARE)} of the step is spent in none of the hooked calls (data, copies, "
              "forward, backward, optimizer): Python in the loop itself.",
         why="Logging, metric computation, per-step `.item()`, host-side bookkeeping or "
             "unhooked model code make the step longer without training.",

@@ -5,8 +5,9 @@ Rules, first match wins (the thresholds are module constants, documented in docs
 1. **input-bound** when the loop waits for data ≥ :data:`INPUT_SHARE` of step time;
    **io-bound** when, in addition, storage is the reason: iowait ≥ :data:`IOWAIT_PCT`,
    or the busiest disk ≥ :data:`DISK_BUSY_PCT` busy, or the loader processes are in
-   uninterruptible disk sleep ≥ 30 % of samples, or they read ≥ 1 MB/s while running
-   less than half of the time (blocked on reads, not computing).
+   uninterruptible disk sleep ≥ :data:`LOADER_DISK_WAIT_SHARE` of samples, or they read
+   ≥ :data:`LOADER_READ_BPS` while running < :data:`LOADER_RUNNING_SHARE` of the time
+   and using < :data:`LOADER_BUSY_CORES` core (blocked on reads, not computing).
 2. **host-bound** when the operator probe finds host overhead (time between operators
    plus operators under 20 µs) ≥ :data:`HOST_OVERHEAD_SHARE` of compute time; on CUDA
    also when kernels run < :data:`GPU_BUSY_SHARE` of the compute time.
@@ -38,6 +39,20 @@ COMPUTE_SHARE = 0.50
 OTHER_SHARE = 0.30
 H2D_SHARE = 0.10
 UNSTABLE_RATIO = 1.5
+LOADER_DISK_WAIT_SHARE = 0.30
+LOADER_READ_BPS = 1e6
+LOADER_RUNNING_SHARE = 0.50
+LOADER_BUSY_CORES = 0.50
+
+#: Every threshold by name, as profile.json's ``evidence.thresholds`` carries them.
+THRESHOLDS: dict[str, float] = {
+    "input_share": INPUT_SHARE, "input_warn_share": INPUT_WARN_SHARE,
+    "iowait_pct": IOWAIT_PCT, "disk_busy_pct": DISK_BUSY_PCT,
+    "loader_disk_wait_share": LOADER_DISK_WAIT_SHARE, "loader_read_bps": LOADER_READ_BPS,
+    "loader_running_share": LOADER_RUNNING_SHARE, "loader_busy_cores": LOADER_BUSY_CORES,
+    "host_overhead_share": HOST_OVERHEAD_SHARE, "gpu_busy_share": GPU_BUSY_SHARE,
+    "matmul_share": MATMUL_SHARE, "compute_share": COMPUTE_SHARE,
+}
 
 
 @dataclass(frozen=True)
@@ -87,6 +102,10 @@ def _mb(bps: float | None) -> str:
     return "n/a" if bps is None else f"{bps / 1e6:.1f} MB/s"
 
 
+LOADER_REMEDY = Remedy.code("pitstop.train.loader(dataset, batch_size, shuffle=True)",
+                            note="workers, prefetch and pinning chosen for this machine; "
+                                 "`pitstop lint` flags loader anti-patterns")
+
 BENCH = Fix("Run `pitstop bench` to see what each knob buys on this machine",
             "the ladder measures loader, precision and compile options on a reference "
             "workload side by side", ("pitstop bench",))
@@ -98,11 +117,12 @@ def _io_reasons(f: dict[str, Any]) -> list[str]:
         reasons.append(f"CPU iowait {f['iowait_pct_mean']:.0f} %")
     if (f.get("disk_busy_pct_mean") or 0) >= DISK_BUSY_PCT:
         reasons.append(f"busiest disk {f['disk_busy_pct_mean']:.0f} % busy")
-    if (f.get("loader_disk_wait_share") or 0) >= 0.3:
+    if (f.get("loader_disk_wait_share") or 0) >= LOADER_DISK_WAIT_SHARE:
         reasons.append(f"loader processes in disk wait {_pct(f['loader_disk_wait_share'])} of samples")
     running = f.get("loader_running_share")
-    if ((f.get("loader_read_bps_mean") or 0) >= 1e6 and running is not None and running < 0.5
-            and (f.get("loader_cpu_cores_mean") or 0) < 0.5):
+    if ((f.get("loader_read_bps_mean") or 0) >= LOADER_READ_BPS and running is not None
+            and running < LOADER_RUNNING_SHARE
+            and (f.get("loader_cpu_cores_mean") or 0) < LOADER_BUSY_CORES):
         reasons.append(f"loader reads {_mb(f['loader_read_bps_mean'])} but runs only "
                        f"{_pct(running)} of the time (blocked on reads)")
     return reasons
@@ -118,7 +138,7 @@ def _input_fixes(f: dict[str, Any], io: bool) -> list[Fix]:
         fixes.append(Fix("Move the data closer: local NVMe or /dev/shm; pack small files into "
                          "large shards read sequentially",
                          "the loader is waiting for bytes, not for CPU", ("PF002",)))
-        fixes.append(Fix("Raise read-ahead: `pitstop system apply --only readahead`",
+        fixes.append(Fix("Raise read-ahead: `pitstop system apply --only readahead --data PATH`",
                          "sequential reads get larger and fewer", ("pitstop system",)))
     if f.get("workers", 0) == 0:
         fixes.append(Fix(f"Load in worker processes: DataLoader(num_workers={max(2, cores - 1)}, "
@@ -134,8 +154,10 @@ def _input_fixes(f: dict[str, Any], io: bool) -> list[Fix]:
     else:
         fixes.append(Fix("Add workers / raise prefetch_factor",
                          f"{f.get('workers')} workers cannot keep up", ("PF001",)))
-    fixes.append(Fix("Measure loader settings on this dataset: `pitstop tune loader`",
-                     "finds workers/prefetch/pinning that feed the model fastest", ("pitstop tune",)))
+    fixes.append(Fix("Let pitstop.train.loader(dataset, batch_size, shuffle=True) pick workers, "
+                     "prefetch and pinning for this machine",
+                     "settings computed from this machine's cores, memory and sample size",
+                     ("pitstop.train.loader",)))
     return fixes
 
 
@@ -155,6 +177,7 @@ def decide(f: dict[str, Any]) -> Verdict:
         "step_ms_median": f["step_ms_median"],
         "data_wait_share": round(data, 3),
         "compute_share": round(compute, 3),
+        "thresholds": THRESHOLDS,
     }
     findings: list[Finding] = []
     cuda = f.get("device") == "cuda"
@@ -166,7 +189,9 @@ def decide(f: dict[str, Any]) -> Verdict:
         name = "io-bound" if io else "input-bound"
         ev.update({k: f.get(k) for k in ("loader", "workers", "loader_cpu_cores_mean",
                                          "loader_running_share", "loader_read_bps_mean",
-                                         "iowait_pct_mean", "disk_busy_pct_mean")})
+                                         "iowait_pct_mean", "disk_busy_pct_mean",
+                                         "loader_disk_wait_share")})
+        ev["io_reasons"] = io_reasons
         per_rank = f.get("per_rank") or []
         where = ""
         if len(per_rank) > 1:
@@ -178,7 +203,7 @@ def decide(f: dict[str, Any]) -> Verdict:
                                 Severity.PROBLEM, {"data_wait_share": round(data, 3),
                                                    "data_wait_ms_per_step": round(data * f["step_ms_median"], 2),
                                                    "workers": f.get("workers")},
-                                Remedy.pitstop("pitstop tune loader")))
+                                LOADER_REMEDY))
         if io:
             findings.append(Finding("PF002", "Reading the data from storage limits the loader",
                                     Severity.PROBLEM, {"reasons": io_reasons},
@@ -188,12 +213,14 @@ def decide(f: dict[str, Any]) -> Verdict:
         if data >= INPUT_WARN_SHARE:
             findings.append(Finding("PF001", "The training loop waits for the DataLoader",
                                     Severity.WARNING, {"data_wait_share": round(data, 3)},
-                                    Remedy.pitstop("pitstop tune loader")))
+                                    LOADER_REMEDY))
         overhead = probe.get("host_overhead_share")
         gpu_busy = probe.get("gpu_busy_share")
         host = (overhead is not None and overhead >= HOST_OVERHEAD_SHARE) or (
             cuda and gpu_busy is not None and gpu_busy < GPU_BUSY_SHARE)
         mm = probe.get("matmul_share_of_kernel_time" if cuda else "matmul_share_of_op_time")
+        # What ruled the other verdicts out is evidence too (None: no probe ran).
+        ev.update({"host_overhead_share": overhead, "gpu_busy_share": gpu_busy, "matmul_share": mm})
         if host:
             ev.update({k: probe.get(k) for k in ("ops_per_step", "op_us_mean", "host_overhead_share",
                                                  "gpu_busy_share")})
@@ -205,7 +232,7 @@ def decide(f: dict[str, Any]) -> Verdict:
                         + (f"; {syncs:.1f} host-device syncs per step (sync-bound)" if syncs >= 1 else ""))
                 ev["syncs_per_step"] = syncs
             findings.append(Finding("PF003", "Host overhead dominates: many tiny operators",
-                                    Severity.PROBLEM, {k: v for k, v in ev.items() if v is not None},
+                                    Severity.PROBLEM, {k: v for k, v in ev.items() if v is not None and k != "thresholds"},
                                     Remedy.code("torch.compile(model) / vectorise loops / larger batch")))
             fixes = []
             if cuda and syncs >= 1:
@@ -216,7 +243,7 @@ def decide(f: dict[str, Any]) -> Verdict:
                 Fix("Vectorise: replace Python loops over tensors/elements with batched ops",
                     f"{probe.get('ops_per_step')} operators per step, most of them tiny", ("PF003",)),
                 Fix("torch.compile(model) (on CUDA mode=\"reduce-overhead\" adds CUDA graphs)",
-                    "fuses small operators and removes per-op dispatch", ("pitstop tune model",)),
+                    "fuses small operators and removes per-op dispatch", ("pitstop bench",)),
                 Fix("Use a larger batch if memory allows",
                     "the same number of operators then does more work each", ()),
                 Fix("Use foreach/fused optimizers (torch.optim.AdamW(fused=True) on CUDA)",
@@ -233,7 +260,7 @@ def decide(f: dict[str, Any]) -> Verdict:
                                     Remedy.code("torch.compile(model); bf16; channels_last")))
             verdict = Verdict("memory-bound", head, ev, [
                 Fix("torch.compile(model)", "fuses element-wise chains into single kernels",
-                    ("pitstop tune model",)),
+                    ("pitstop bench",)),
                 Fix("bf16 autocast (pitstop.train.TrainStep(precision=\"auto\"))",
                     "halves the bytes every memory-bound op moves", ("pitstop.train",)),
                 Fix("fused/foreach optimizer; avoid needless .clone()/.contiguous()",
@@ -244,8 +271,8 @@ def decide(f: dict[str, Any]) -> Verdict:
                 ev["matmul_share"] = mm
             head = f"forward+backward+optimizer take {_pct(compute)} of the step"
             findings.append(Finding("PF005", "The step is spent computing", Severity.INFO,
-                                    {k: v for k, v in ev.items() if v is not None},
-                                    Remedy.pitstop("pitstop tune model")))
+                                    {k: v for k, v in ev.items() if v is not None and k != "thresholds"},
+                                    Remedy.pitstop("pitstop bench", note="measures precision, channels_last and compile side by side")))
             verdict = Verdict("compute-bound", head, ev, [
                 Fix("Lower precision: bf16 autocast (pitstop.train.TrainStep(precision=\"auto\"))",
                     "matmul/conv run 2-8x faster in bf16 on tensor cores; on CPU with AMX/AVX512-BF16",
@@ -254,7 +281,7 @@ def decide(f: dict[str, Any]) -> Verdict:
                     "faster convolution and float32 matmul kernels",
                     (lint_ref("tf32-disabled", "tf32"), lint_ref("cudnn-autotuner-off", "cudnn"))),
                 Fix("torch.compile(model)", "fuses the operators around the matmuls",
-                    ("pitstop tune model",)),
+                    ("pitstop bench",)),
                 BENCH], findings)
         else:
             head = (f"no dominant phase: data {_pct(data)}, compute {_pct(compute)}, "
