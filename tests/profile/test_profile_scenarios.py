@@ -218,3 +218,45 @@ def test_cuda_syncs_copies_and_device_time(tmp_path: Path) -> None:
     assert sync["location"] == {"path": str(script), "line": line, "column": 0}
     assert "synchronizing" not in proc.stderr  # the sync warnings are swallowed
     assert doc["facts"]["probe"]["kernels_per_step"] > 0
+
+
+@pytest.mark.parametrize("args", [
+    ("profile",),
+    ("profile", "--"),
+    ("profile", "--out", "{file}", "--", "true"),
+    ("profile", "--out", "{file}/sub", "--", "true"),
+])
+def test_usage_errors_are_one_line_and_run_nothing(tmp_path: Path, args: tuple[str, ...]) -> None:
+    (tmp_path / "a-file").write_text("")
+    marker = tmp_path / "ran"
+    argv = [a.replace("{file}", str(tmp_path / "a-file")) for a in args]
+    if argv[-1] == "true":
+        argv[-1:] = ["touch", str(marker)]
+    proc = _run(*argv, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pitstop: error: "), proc.stderr
+    assert not marker.exists()
+    assert not (tmp_path / "pitstop-profile").exists()
+
+
+def test_non_python_command_keeps_its_exit_code(tmp_path: Path) -> None:
+    proc, doc = _profile(tmp_path, "bash", "-c", "echo out; exit 4")
+    assert proc.returncode == 4
+    assert proc.stdout.strip() == "out"
+    assert doc["exit_code"] == 4 and doc["verdict"] == "unknown"
+    assert "the command exited with status 4" in proc.stderr
+
+
+def test_sigkilled_script_exit_137_and_says_the_capture_is_lost(tmp_path: Path) -> None:
+    script = tmp_path / "killed.py"
+    script.write_text("import os, signal, torch\n"
+                      "m = torch.nn.Linear(4, 1); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                      "for _ in range(3):\n"
+                      "    m(torch.randn(2, 4)).sum().backward(); opt.step()\n"
+                      "os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc, doc = _profile(tmp_path, sys.executable, str(script))
+    assert proc.returncode == 128 + signal.SIGKILL
+    assert doc["exit_code"] == 137 and doc["ranks"] == []
+    assert "killed by SIGKILL" in proc.stderr
+    assert any("SIGKILL cannot be caught" in n for n in doc["notes"])

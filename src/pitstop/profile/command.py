@@ -16,12 +16,12 @@ __all__ = ["profile"]
               help="Steps to measure after the warm-up.")
 @click.option("--warmup", type=click.IntRange(0), default=5, show_default=True,
               help="Steps to skip first (one of them is profiled operator by operator).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "out_dir", type=click.Path(path_type=Path),
               default=Path("pitstop-profile"), show_default=True,
               help="Folder for profile.json and report.html.")
 @click.option("--json", "as_json", is_flag=True, help="Print profile.json to stdout instead of a summary.")
 @click.option("--no-probe", is_flag=True, help="Skip the operator probe (torch.profiler over one warm-up step).")
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def profile(steps: int, warmup: int, out_dir: Path, as_json: bool, no_probe: bool,
             command: tuple[str, ...]) -> int:
     """Run a training command unchanged and show where each step's time goes.
@@ -39,28 +39,42 @@ def profile(steps: int, warmup: int, out_dir: Path, as_json: bool, no_probe: boo
     import json
 
     from rich.console import Console
+    from rich.markup import escape
 
-    from pitstop.errors import UsageError
     from pitstop.fileio import atomic_write_json, atomic_write_text
-    from pitstop.profile.launch import run_instrumented
+    from pitstop.profile.launch import check_command, prepare_out_dir, run_instrumented
     from pitstop.profile.report import build_document, render_html, render_terminal
 
     cmd = list(command)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir}: exists and is not a folder; pick another path")
+    check_command(cmd)
+    prepare_out_dir(out_dir)
     console = Console(stderr=True, highlight=False)
-    console.print(f"[dim]pitstop profile: running `{' '.join(cmd)}`; recording {warmup} warm-up "
-                  f"+ {steps} steps → {out_dir}/[/]")
+    console.print(f"[dim]pitstop profile: {warmup} warm-up + {steps} steps of "
+                  f"`{escape(' '.join(cmd))}` → {escape(str(out_dir))}/[/]")
     result = run_instrumented(cmd, out_dir, steps=steps, warmup=warmup, probe=not no_probe)
     doc = build_document(result.captures, result.samples, command=cmd, exit_code=result.exit_code,
                          steps=steps, warmup=warmup, not_measured=result.not_measured,
                          started_wall=result.started_wall, duration_s=result.duration_s,
                          cpu_count=os.cpu_count())
     doc["notes"] = result.notes + doc["notes"]
-    atomic_write_json(out_dir / "profile.json", doc)
-    atomic_write_text(out_dir / "report.html", render_html(doc))
+    if not doc.get("ranks") and result.exit_code > 128:
+        # The recorder writes its capture at exit or when the window is full; SIGKILL
+        # (the OOM killer, `kill -9`) before that leaves nothing to read.
+        doc["notes"].append(f"no capture: the command was killed by signal "
+                            f"{result.exit_code - 128} before pitstop's recorder could write "
+                            "it (SIGKILL cannot be caught); profile with fewer --steps to "
+                            "finish the window before that point")
+    try:
+        atomic_write_json(out_dir / "profile.json", doc)
+        atomic_write_text(out_dir / "report.html", render_html(doc))
+    except OSError as err:
+        # --out was writable when the run started; the script's exit code still wins.
+        console.print(f"pitstop: error: --out {out_dir}: cannot write the profile "
+                      f"({err.strerror or err}); the script exited with {result.exit_code}",
+                      markup=False)
+        return result.exit_code or 2
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

@@ -18,7 +18,7 @@ from typing import Any
 from pitstop.errors import UsageError
 from pitstop.telemetry.sampler import Sampler, default_readers
 
-__all__ = ["RunResult", "run_instrumented"]
+__all__ = ["RunResult", "check_command", "prepare_out_dir", "run_instrumented"]
 
 INJECT_DIR = Path(__file__).resolve().parent / "_inject"
 PKG_PARENT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,9 @@ class RunResult:
     duration_s: float = 0.0
 
 
-def _resolve(command: Sequence[str]) -> None:
+def check_command(command: Sequence[str]) -> None:
+    """Raise :class:`UsageError` unless ``command`` names a program that can start
+    (and, for ``python SCRIPT.py``, an existing script)."""
     if not command:
         raise UsageError("no command to profile: put it after `--`, e.g. "
                          "`pitstop profile -- python train.py`")
@@ -51,6 +53,26 @@ def _resolve(command: Sequence[str]) -> None:
             and not os.path.exists(command[1]):
         raise UsageError(f"{command[1]}: no such script; check the path (relative to "
                          f"{os.getcwd()})")
+
+
+def prepare_out_dir(out_dir: Path) -> Path:
+    """Create ``out_dir/captures`` (emptied of old captures) or raise :class:`UsageError`
+    naming ``--out``; returns the captures folder. Done before the script starts, so that
+    an unwritable ``--out`` never costs a training run."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out {out_dir}: exists and is not a folder; pick another path")
+    capture_dir = out_dir / "captures"
+    try:
+        capture_dir.mkdir(parents=True, exist_ok=True)
+        for old in capture_dir.glob("capture-*.json"):
+            old.unlink()
+        probe = capture_dir / f".pitstop-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise UsageError(f"--out {out_dir}: cannot write there ({err.strerror or err}); "
+                         "pick a writable folder") from None
+    return capture_dir
 
 
 def child_env(capture_dir: Path, *, steps: int, warmup: int, probe: bool = True) -> dict[str, str]:
@@ -79,11 +101,8 @@ def read_captures(capture_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
 def run_instrumented(command: Sequence[str], out_dir: Path, *, steps: int, warmup: int,
                      probe: bool = True, sample: bool = True) -> RunResult:
     """Run ``command`` to completion under the recorder; the script's own exit code is kept."""
-    _resolve(command)
-    capture_dir = out_dir / "captures"
-    capture_dir.mkdir(parents=True, exist_ok=True)
-    for old in capture_dir.glob("capture-*.json"):
-        old.unlink()
+    check_command(command)
+    capture_dir = prepare_out_dir(out_dir)
     env = child_env(capture_dir.resolve(), steps=steps, warmup=warmup, probe=probe)
     started_wall, t0 = time.time(), time.monotonic()
     try:

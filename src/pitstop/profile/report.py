@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 from collections.abc import Sequence
 from html import escape
 from typing import Any
@@ -64,7 +65,7 @@ def build_document(caps: Sequence[dict[str, Any]], samples: list[dict[str, Any]]
         "command": list(command),
         "exit_code": exit_code,
         "script_exit": exits[0] if exits else None,
-        "started": _dt.datetime.fromtimestamp(started_wall, _dt.timezone.utc).isoformat()
+        "started": _dt.datetime.fromtimestamp(started_wall, _dt.timezone.utc).isoformat(timespec="seconds")
         if started_wall else None,
         "duration_s": round(duration_s, 3) if duration_s is not None else None,
         "settings": {"steps": steps, "warmup": warmup},
@@ -86,8 +87,36 @@ def _fmt_ms(v: float) -> str:
     return f"{v:.1f} ms" if v >= 1 else f"{v * 1000:.0f} µs"
 
 
+def _new_refs(fix: dict[str, Any]) -> list[str]:
+    """A fix's references that its text does not already name."""
+    return [r for r in fix.get("refs") or () if r not in fix["text"]]
+
+
+def exit_description(doc: dict[str, Any]) -> str | None:
+    """How the command ended, in words, when it did not exit 0 (None when it did)."""
+    code = doc.get("exit_code")
+    if not code:
+        return None
+    how = doc.get("script_exit") or {}
+    if how.get("kind") == "exception":
+        return f"the script raised {how.get('type')}: {how.get('message')} (exit {code})"
+    if 128 < code < 160:
+        import signal
+
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            name = f"signal {code - 128}"
+        return f"the command was killed by {name} (exit {code})"
+    return f"the command exited with status {code}"
+
+
 def render_terminal(doc: dict[str, Any], console: Any, *, out_dir: str | None = None) -> None:
+    """The summary a person reads after a run: verdict, step breakdown, ranked fixes,
+    findings, what could not be measured. Labels and numbers keep a hanging indent when
+    the terminal is narrow."""
     from rich.table import Table
+    from rich.text import Text
 
     from pitstop.render import evidence_text
 
@@ -99,34 +128,51 @@ def render_terminal(doc: dict[str, Any], console: Any, *, out_dir: str | None = 
                       f"(after {doc['settings']['warmup']} warm-up) on {facts.get('device', '?')}, "
                       f"{len(ranks)} process{'es' if len(ranks) > 1 else ''}"
                       + ("" if doc["status"] == "complete" else " [yellow](partial profile)[/]"))
+    ended = exit_description(doc)
+    if ended:
+        console.print(f"[yellow]{escape_rich(ended)}[/]")
     style = _VERDICT_STYLE.get(doc["verdict"], "bold")
     console.print(f"verdict: [{style}]{doc['verdict'].upper()}[/] — {escape_rich(doc['headline'])}")
+    rows = Table.grid(padding=(0, 2))
+    rows.add_column(style="dim", no_wrap=True)
+    rows.add_column()
     if ranks:
         r0 = ranks[0]
         sm = r0["step_ms"]
-        console.print(f"  step time   median {_fmt_ms(sm['median'])}  "
-                      f"(p10 {_fmt_ms(sm['p10'])}, p90 {_fmt_ms(sm['p90'])})")
+        rows.add_row("step time", f"median {_fmt_ms(sm['median'])} (p10 {_fmt_ms(sm['p10'])}, "
+                                  f"p90 {_fmt_ms(sm['p90'])})")
         parts = []
         for p in PHASES:
             ms = r0["phase_ms_mean"].get(p, 0.0)
             share = r0["phase_share"].get(p, 0.0)
             if ms > 0:
                 parts.append(f"{p} {_fmt_ms(ms)} ({100 * share:.0f}%)")
-        console.print("  breakdown   " + " | ".join(parts))
+        rows.add_row("breakdown", " | ".join(parts))
         if len(ranks) > 1:
             per = ", ".join(f"rank {r['rank']}: {_fmt_ms(r['step_ms']['median'])}"
                             + (f" (own work {_fmt_ms(r['work_ms_median'])})" if r.get("work_ms_median") else "")
                             for r in ranks)
-            console.print(f"  per rank    {per}")
+            rows.add_row("per rank", per)
     if doc.get("evidence"):
-        console.print("  evidence    " + escape_rich(evidence_text(
-            {k: v for k, v in doc["evidence"].items() if v is not None and k != "top_ops"})))
+        shown = {k: v for k, v in doc["evidence"].items()
+                 if v is not None and k not in ("top_ops", "thresholds", "io_reasons")}
+        if shown:
+            rows.add_row("evidence", Text(evidence_text(shown)))
+    if rows.row_count:
+        console.print(rows, style="")
     if doc.get("fixes"):
         console.print("[bold]fixes[/] (most expected gain first):")
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(justify="right", no_wrap=True)
+        grid.add_column()
         for i, fx in enumerate(doc["fixes"], 1):
-            refs = f" [dim]({', '.join(fx['refs'])})[/]" if fx.get("refs") else ""
-            console.print(f"  {i}. {escape_rich(fx['text'])}{refs}")
-            console.print(f"     [dim]{escape_rich(fx['why'])}[/]")
+            body = Text(fx["text"])
+            refs = _new_refs(fx)
+            if refs:
+                body.append(f"  [{', '.join(refs)}]", style="cyan")
+            body.append("\n" + fx["why"], style="dim")
+            grid.add_row(f"  {i}.", body)
+        console.print(grid)
     if doc.get("findings"):
         table = Table(show_lines=False, expand=False, title="findings")
         for col in ("code", "severity", "finding", "evidence"):
@@ -142,8 +188,8 @@ def render_terminal(doc: dict[str, Any], console: Any, *, out_dir: str | None = 
     for n in doc.get("notes") or []:
         console.print(f"[dim]note: {escape_rich(n)}[/]")
     if out_dir:
-        console.print(f"wrote {os.path.join(out_dir, 'profile.json')} and "
-                      f"{os.path.join(out_dir, 'report.html')}")
+        console.print(f"wrote {escape_rich(os.path.join(out_dir, 'profile.json'))} and "
+                      f"{escape_rich(os.path.join(out_dir, 'report.html'))}")
 
 
 def escape_rich(text: str) -> str:
@@ -246,6 +292,29 @@ def _timelines(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def _code_spans(text: str) -> str:
+    """Escaped HTML of ``text`` with its `backticked` parts as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
+
+
+def _verdict_evidence(evidence: dict[str, Any]) -> list[str]:
+    """The numbers that decided the verdict, next to the thresholds they were held to."""
+    shown = {k: val for k, val in evidence.items()
+             if val is not None and k not in ("thresholds", "top_ops", "io_reasons")}
+    if not shown:
+        return []
+    limits = evidence.get("thresholds") or {}
+    out = ["<details open><summary>Why this verdict: the numbers</summary>",
+           _table(["evidence", "value"], [[escape(k), escape(str(val))] for k, val in shown.items()])]
+    if evidence.get("io_reasons"):
+        out.append("<p>storage rules that fired: " + escape("; ".join(evidence["io_reasons"])) + "</p>")
+    if limits:
+        out.append("<p class='muted'>thresholds (docs/profile.md, <code>pitstop explain PF001</code> …): "
+                   + escape(", ".join(f"{k} {val:g}" for k, val in limits.items())) + "</p>")
+    out.append("</details>")
+    return out
+
+
 def render_html(doc: dict[str, Any]) -> str:
     """A single HTML file: inline CSS and SVG, no scripts, no network."""
     v = doc["verdict"]
@@ -256,13 +325,17 @@ def render_html(doc: dict[str, Any]) -> str:
              f"{escape(str(doc.get('exit_code')))}, {escape(doc.get('status', ''))} profile"
              f"{', started ' + escape(doc['started']) if doc.get('started') else ''}</p>",
              f"<p><span class='verdict v-{escape(v)}'>{escape(v)}</span> {escape(doc['headline'])}</p>"]
+    ended = exit_description(doc)
+    if ended:
+        parts.append(f"<p class='warning'>{escape(ended)}</p>")
     if doc.get("fixes"):
         parts.append("<h2>What to do, most expected gain first</h2><ol>")
         for fx in doc["fixes"]:
-            refs = f" <span class='muted'>({escape(', '.join(fx['refs']))})</span>" if fx.get("refs") else ""
-            parts.append(f"<li><b>{escape(fx['text'])}</b>{refs}<br><span class='muted'>"
-                         f"{escape(fx['why'])}</span></li>")
+            refs = f" <span class='muted'>({escape(', '.join(_new_refs(fx)))})</span>" if _new_refs(fx) else ""
+            parts.append(f"<li><b>{_code_spans(fx['text'])}</b>{refs}<br><span class='muted'>"
+                         f"{_code_spans(fx['why'])}</span></li>")
         parts.append("</ol>")
+    parts += _verdict_evidence(doc.get("evidence") or {})
     ranks = doc.get("ranks") or []
     if ranks:
         parts.append("<h2>Where each step's time goes</h2>")
