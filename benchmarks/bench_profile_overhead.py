@@ -1,9 +1,10 @@
 """How much does `pitstop profile`'s instrumentation slow a training step?
 
-Workload (the bench's shape, on CPU): a small ResNet-style CNN (BatchNorm, residual
-blocks) on 64 px images, batch 32, fed by a DataLoader with 2 worker processes that
-decode and augment synthetic uint8 images. In this one process, blocks of steps run
-alternately
+Workload: the one `pitstop bench` trains, taken from `pitstop.bench` itself (read
+only): its synthetic JPEG cache (~/.cache/pitstop/bench, written on first use), its
+decode + random-crop/flip/normalise transform run in 2 DataLoader worker processes, its
+ResNet-style model (`small` on CPU: 64 px, batch 32) and its SGD optimizer. In this one
+process, blocks of steps run alternately
 
 - plain: no pitstop at all;
 - recorder: the hooks `pitstop profile -- python train.py` installs in the training
@@ -39,50 +40,33 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from pitstop.profile.recorder import Recorder
 from pitstop.telemetry.sampler import Sampler, default_readers
 
 
-class SyntheticImages(Dataset):
-    """uint8 'decoded' images, random crop + flip + normalise in the worker."""
+def bench_workload(model_size: str, num_workers: int) -> tuple[Any, nn.Module, torch.optim.Optimizer, str]:
+    """The ``pitstop bench`` workload on CPU, built from the bench package itself: its
+    synthetic JPEG cache (created on first use, reused later), its decode + augment
+    transform, its ResNet-style model and its optimizer; a plain DataLoader with
+    ``num_workers`` persistent workers (the bench's naive rung has none; workers are what a
+    tuned run uses, and the recorder hooks the iterator either way)."""
+    from pitstop.bench.dataset import ImageDataset, RepeatedView, SyntheticSpec, open_data
+    from pitstop.bench.model import build_model, spec_for
+    from pitstop.bench.transforms import TrainTransform
 
-    def __init__(self, n: int = 100_000, size: int = 64) -> None:
-        self.n, self.size = n, size
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        g = torch.Generator().manual_seed(i)
-        img = torch.randint(0, 256, (3, self.size + 8, self.size + 8), dtype=torch.uint8, generator=g)
-        dx, dy = int(torch.randint(0, 9, (1,), generator=g)), int(torch.randint(0, 9, (1,), generator=g))
-        img = img[:, dy:dy + self.size, dx:dx + self.size]
-        if i % 2:
-            img = img.flip(-1)
-        x = (img.float() / 255.0 - 0.5) / 0.25
-        return x, i % 10
-
-
-class Block(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int) -> None:
-        super().__init__()
-        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.b1 = nn.BatchNorm2d(cout)
-        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.b2 = nn.BatchNorm2d(cout)
-        self.skip = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                     if stride != 1 or cin != cout else nn.Identity())
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.relu(self.b2(self.c2(F.relu(self.b1(self.c1(x))))) + self.skip(x))
-
-
-def small_cnn() -> nn.Module:
-    return nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
-                         Block(16, 32, 2), Block(32, 64, 2), Block(64, 128, 2),
-                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10))
+    spec = spec_for(model_size, torch.device("cpu"))
+    source = open_data(None, SyntheticSpec(num_images=1024))
+    dataset = ImageDataset(source.items, TrainTransform(spec.image_size))
+    model = build_model(spec, source.num_classes)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)  # as the bench
+    loader = DataLoader(RepeatedView(dataset, 10**7), batch_size=spec.batch_size,
+                        num_workers=num_workers, persistent_workers=num_workers > 0,
+                        prefetch_factor=4 if num_workers else None)
+    desc = (f"pitstop bench workload ({spec.name} model, {spec.image_size} px, batch "
+            f"{spec.batch_size}, {len(source.items)} cached JPEGs, {num_workers} workers, CPU)")
+    return iter(loader), model, opt, desc
 
 
 def one_step(it: Any, model: nn.Module, opt: torch.optim.Optimizer) -> tuple[float, float]:
@@ -171,6 +155,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None,
                     help="torch intra-op threads (1 keeps OpenMP spin-waits out of the "
                          "main-thread CPU figures on a small, shared machine)")
+    ap.add_argument("--model-size", choices=("tiny", "small"), default="small",
+                    help="the bench's model size (small: what `pitstop bench` runs on CPU)")
+    ap.add_argument("--workers", type=int, default=2, help="DataLoader worker processes")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.threads:
@@ -179,11 +166,7 @@ def main() -> None:
     per_block = 5
     console = Console(stderr=True)
     torch.manual_seed(0)
-    model = small_cnn()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loader = DataLoader(SyntheticImages(), batch_size=32, num_workers=2, persistent_workers=True,
-                        prefetch_factor=4)
-    it = iter(loader)
+    it, model, opt, workload = bench_workload(args.model_size, args.workers)
     for _ in range(8):  # warm-up: workers started, allocator and kernels warm
         one_step(it, model, opt)
 
@@ -213,12 +196,13 @@ def main() -> None:
                      "median_main_thread_cpu_ms": round(mc * 1e3, 3), "cpu_ratio": round(mc / base_c, 4)})
     if args.json:
         print(json.dumps({"rows": rows, "steps_per_variant": steps, "cpu_count": os.cpu_count(),
+                          "workload": workload, "torch_threads": torch.get_num_threads(),
                           "fixed_cost": {"tiny_step_us": round(fixed_plain_us, 2),
                                          "recorder_added_us": round(fixed_added_us, 2),
                                          "share_of_bench_step": round(fixed_added_us / (base_w * 1e6), 6)},
                           "torch": torch.__version__}, indent=2))
         return
-    table = Table(title=f"pitstop profile overhead: small CNN, batch 32, 64 px, 2 workers, CPU "
+    table = Table(title=f"pitstop profile overhead: {workload} "
                         f"({len(wall['plain'])} steps per variant, interleaved in blocks of {per_block - 1})")
     for col in ("variant", "steps", "median step ms", "ratio", "main-thread CPU ms", "CPU ratio"):
         table.add_column(col)
