@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
+from typing import Any
 
 from pitstop.telemetry.gpu import open_gpu_reader
 from pitstop.telemetry.host import CpuReader, DiskReader, ProcessTreeReader
@@ -29,8 +31,17 @@ def test_process_tree_sees_a_busy_child_and_its_cpu() -> None:
     parent = subprocess.Popen([sys.executable, "-c", BUSY_PARENT], stdout=subprocess.PIPE, text=True)
     try:
         assert parent.stdout is not None and parent.stdout.readline().strip() == "started"
-        sampler = Sampler([ProcessTreeReader([parent.pid], rescan_s=0.0)], interval_s=0.05).start()
-        time.sleep(0.8)
+        busy_seen = threading.Event()
+
+        def watch(sample: dict[str, Any]) -> None:
+            # Waits for the event (the child seen burning CPU), not for a fixed time.
+            if any(p["ppid"] == parent.pid and (p["cpu"] or 0) > 0.2
+                   for p in sample["procs"].values()):
+                busy_seen.set()
+
+        sampler = Sampler([ProcessTreeReader([parent.pid], rescan_s=0.0)], interval_s=0.05,
+                          on_sample=watch).start()
+        busy_seen.wait(timeout=25)
         samples = sampler.stop()
     finally:
         parent.kill()
@@ -41,7 +52,7 @@ def test_process_tree_sees_a_busy_child_and_its_cpu() -> None:
     child = next(iter(children.values()))
     # The spinning child uses CPU; the waiting parent hardly any. (CPU share, not speed:
     # on a loaded machine the child may get less than a full core.)
-    busy = [s["procs"][pid]["cpu"] for s in samples[2:] for pid in children
+    busy = [s["procs"][pid]["cpu"] for s in samples for pid in children
             if pid in s["procs"] and s["procs"][pid]["cpu"] is not None]
     assert busy and max(busy) > 0.2
     assert child["rss"] > 0 and child["state"] in ("running", "sleeping", "disk-sleep")
@@ -80,10 +91,17 @@ def test_sampler_survives_a_broken_reader_and_calls_on_sample() -> None:
         def read(self) -> dict[str, object]:
             raise RuntimeError("boom")
 
-    seen: list[dict[str, object]] = []
-    sampler = Sampler([Broken(), CpuReader()], interval_s=0.01, on_sample=seen.append, keep=False)
+    seen: list[dict[str, Any]] = []
+    two = threading.Event()
+
+    def on_sample(sample: dict[str, Any]) -> None:
+        seen.append(sample)
+        if len(seen) >= 2:
+            two.set()
+
+    sampler = Sampler([Broken(), CpuReader()], interval_s=0.01, on_sample=on_sample, keep=False)
     sampler.start()
-    time.sleep(0.1)
+    assert two.wait(timeout=20)
     sampler.stop()
     assert seen and sampler.samples == []
     assert "boom" in sampler.errors["Broken"]

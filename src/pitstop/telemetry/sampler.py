@@ -1,7 +1,7 @@
 """A background thread that takes a sample of the machine 10 times a second.
 
-Shared by ``pitstop profile`` (which keeps every sample for the report) and the live
-``pitstop monitor`` (which passes ``on_sample`` and keeps only a window). A sample is
+Used by ``pitstop profile`` (which keeps every sample for the report) and meant for a
+live monitor (not built yet: it would pass ``on_sample`` and keep only a window). A sample is
 one flat JSON-able dict::
 
     {"t": <CLOCK_MONOTONIC seconds>, "cpu_pct": .., "cpu_per_core_pct": [..],
