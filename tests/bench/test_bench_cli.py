@@ -112,6 +112,7 @@ def test_user_image_folder_with_a_truncated_jpeg(tmp_path: Path, pitstop_cli: An
     (["--plot", "chart.svg"], "--plot"),
     (["--device", "cuda"], "--device cuda"),
     (["--data", "afile.txt"], "not a folder"),
+    (["--json", "afile.txt/out.json"], "afile.txt is not a folder"),
 ])
 def test_usage_errors_are_one_line_exit_2(tmp_path: Path, pitstop_cli: Any, args: list[str], message: str) -> None:
     if "--device" in args and _cuda():
@@ -121,6 +122,18 @@ def test_usage_errors_are_one_line_exit_2(tmp_path: Path, pitstop_cli: Any, args
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pitstop: error:") and message in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_output_that_cannot_be_written_after_the_run_is_one_line(tmp_path: Path,
+                                                                     pitstop_cli: Any) -> None:
+    # /proc accepts no new files, and the folder check cannot know that before the run
+    proc = pitstop_cli("bench", *TINY_CLI, "--rungs", "0", "--data", str(tmp_path / "cache"),
+                       "--json", "/proc/pitstop-bench-test.json")
+    assert proc.returncode == 2
+    assert "0 naive" in proc.stdout  # the table was printed before the write failed
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "pitstop: error: --json /proc/pitstop-bench-test.json: cannot write it")
     assert "Traceback" not in proc.stderr
 
 

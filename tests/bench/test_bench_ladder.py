@@ -247,3 +247,10 @@ def test_cuda_ladder_pins_prefetches_and_autotunes(tiny: DataSource) -> None:
     assert rows["mixed-precision"].applied["precision"] in ("bf16", "fp16")
     assert torch.backends.cudnn.benchmark is False  # the global switch was put back
     assert result.ideal is not None and result.ideal.applied["loader"] is None
+    # rung 2 on top of a ladder without workers (left out as slower, or none chosen) pins too
+    trainer = Trainer(workload, Knobs(pinned=True))
+    try:
+        trainer.run(2, _no_tick)
+        assert trainer.applied["pin_memory"] is True and trainer.applied["num_workers"] == 0
+    finally:
+        trainer.close()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -169,8 +171,8 @@ def bench(device: str, quick: bool, rungs: str | None, steps: int | None, repeat
     if plot_path is not None and plot_path.suffix.lower() != ".png":
         raise UsageError(f"--plot {plot_path}: the chart is a PNG; give a file name ending in .png")
     for opt, path in (("--json", json_path), ("--plot", plot_path)):
-        if path is not None and path.parent.exists() and not path.parent.is_dir():
-            raise UsageError(f"{opt} {path}: {path.parent} is not a folder")
+        if path is not None:
+            _check_writable(opt, path)
 
     from pitstop.bench import distributed
 
@@ -324,14 +326,38 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
     if json_path is not None:
         from pitstop.fileio import atomic_write_json
 
-        atomic_write_json(json_path, doc)
+        with _output_errors("--json", json_path):
+            atomic_write_json(json_path, doc)
         err_console.print(f"pitstop bench: wrote {escape(str(json_path))}", highlight=False)
     if plot_path is not None:
         from pitstop.bench.plot import write_plot
 
-        write_plot(plot_path, doc, title=title)
+        with _output_errors("--plot", plot_path):
+            write_plot(plot_path, doc, title=title)
         err_console.print(f"pitstop bench: wrote {escape(str(plot_path))}", highlight=False)
     return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
+
+
+def _check_writable(opt: str, path: Path) -> None:
+    """Refuse before measuring an output path that cannot be written (nearest existing
+    folder not a folder, or not writable), rather than fail after minutes of work."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise UsageError(f"{opt} {path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{opt} {path}: {folder} is not writable; choose another path")
+
+
+@contextlib.contextmanager
+def _output_errors(opt: str, path: Path) -> Iterator[None]:
+    """An output that fails to write after the run: one line, exit 2 (the table is printed)."""
+    try:
+        yield
+    except OSError as err:
+        raise UsageError(f"{opt} {path}: cannot write it ({err.strerror or err}); "
+                         f"the results are in the table above") from None
 
 
 def _load_average() -> float | None:
@@ -342,8 +368,6 @@ def _load_average() -> float | None:
 
 
 def _nullcontext() -> Any:
-    import contextlib
-
     return contextlib.nullcontext()
 
 

@@ -296,13 +296,15 @@ class Trainer:
         view = RepeatedView(w.dataset, batches * w.batch_size * w.world_size)
         sampler: Any = None if w.distributed_sampler else RandomSampler(view)
         if not self.knobs.workers:
-            # The naive loader: what `DataLoader(ds, batch_size, shuffle=True)` gives.
+            # The naive loader: what `DataLoader(ds, batch_size, shuffle=True)` gives; pinned
+            # still when rung 2 builds on it (workers left out, or none chosen here).
             if sampler is None:
                 from torch.utils.data.distributed import DistributedSampler
 
                 sampler = DistributedSampler(view, shuffle=True)
+            pin = self.knobs.pinned and self.device.type == "cuda"
             loader: DataLoader[Any] = DataLoader(view, w.batch_size, sampler=sampler,
-                                                 num_workers=0, pin_memory=False, drop_last=True)
+                                                 num_workers=0, pin_memory=pin, drop_last=True)
         else:
             overrides: dict[str, Any] = {"drop_last": True}
             if sampler is not None:
