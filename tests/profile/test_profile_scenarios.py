@@ -260,3 +260,29 @@ def test_sigkilled_script_exit_137_and_says_the_capture_is_lost(tmp_path: Path) 
     assert doc["exit_code"] == 137 and doc["ranks"] == []
     assert "killed by SIGKILL" in proc.stderr
     assert any("SIGKILL cannot be caught" in n for n in doc["notes"])
+
+
+def test_ctrl_c_reaches_the_script_and_the_partial_profile_is_written(tmp_path: Path) -> None:
+    """Ctrl-C in a terminal sends SIGINT to the whole foreground process group."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "pitstop", "profile", "--steps", "1000000",
+                             "--warmup", "1", "--out", str(out), "--", sys.executable,
+                             str(SCRIPTS / "runs_until_killed.py")],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "KeyboardInterrupt" in err  # the script's own traceback passes through
+    doc = json.loads((out / "profile.json").read_text())
+    assert doc["status"] == "partial" and doc["exit_code"] == 130
+    assert len(doc["ranks"][0]["steps"]) >= 4
