@@ -171,25 +171,38 @@ def test_api_context_manager(tmp_path: Path) -> None:
     assert doc["status"] == "complete" and doc["verdict"] == seen["verdict"]
 
 
-def test_sigterm_keeps_partial_profile_and_signal_exit(tmp_path: Path) -> None:
+def _start_long_run(tmp_path: Path, *, new_session: bool = False) -> subprocess.Popen[str]:
+    """``pitstop profile`` over a script that trains until a signal; returns once the
+    script has printed "ready" (a few steps done)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
-    out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "pitstop", "profile", "--steps", "1000000",
-                             "--warmup", "1", "--out", str(out), "--", sys.executable,
+                             "--warmup", "1", "--out", str(tmp_path / "out"), "--", sys.executable,
                              str(SCRIPTS / "runs_until_killed.py")],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=new_session)
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != "ready":
+        proc.kill()
+        raise AssertionError(proc.communicate(timeout=60)[1])
+    return proc
+
+
+def _finish(proc: subprocess.Popen[str]) -> str:
     try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(signal.SIGTERM)  # pitstop passes it on to the script
-        _, err = proc.communicate(timeout=120)
+        return proc.communicate(timeout=120)[1]
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
+
+
+def test_sigterm_keeps_partial_profile_and_signal_exit(tmp_path: Path) -> None:
+    proc = _start_long_run(tmp_path)
+    proc.send_signal(signal.SIGTERM)  # pitstop passes it on to the script
+    err = _finish(proc)
     assert proc.returncode == 128 + signal.SIGTERM, err
-    doc = json.loads((out / "profile.json").read_text())
+    doc = json.loads((tmp_path / "out" / "profile.json").read_text())
     assert doc["status"] == "partial"
     assert doc["script_exit"] == {"kind": "signal", "signal": "SIGTERM"}
     assert len(doc["ranks"][0]["steps"]) >= 4
@@ -264,25 +277,11 @@ def test_sigkilled_script_exit_137_and_says_the_capture_is_lost(tmp_path: Path) 
 
 def test_ctrl_c_reaches_the_script_and_the_partial_profile_is_written(tmp_path: Path) -> None:
     """Ctrl-C in a terminal sends SIGINT to the whole foreground process group."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
-    out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "pitstop", "profile", "--steps", "1000000",
-                             "--warmup", "1", "--out", str(out), "--", sys.executable,
-                             str(SCRIPTS / "runs_until_killed.py")],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    proc = _start_long_run(tmp_path, new_session=True)
+    os.killpg(proc.pid, signal.SIGINT)
+    err = _finish(proc)
     assert proc.returncode == 128 + signal.SIGINT, err
     assert "KeyboardInterrupt" in err  # the script's own traceback passes through
-    doc = json.loads((out / "profile.json").read_text())
+    doc = json.loads((tmp_path / "out" / "profile.json").read_text())
     assert doc["status"] == "partial" and doc["exit_code"] == 130
     assert len(doc["ranks"][0]["steps"]) >= 4
