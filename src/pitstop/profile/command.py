@@ -34,7 +34,8 @@ def profile(steps: int, warmup: int, out_dir: Path, as_json: bool, no_probe: boo
     pitstop records the DataLoader wait, copies, forward, backward and optimizer step
     of `--warmup` + `--steps` steps, samples CPU/disk/GPU at 10 Hz, then names the
     bottleneck (input-bound, io-bound, host-bound, compute-bound, memory-bound) and the
-    fixes. Exit code: the script's.
+    fixes. Exit code: the script's (128+N when a signal N ended it); 2 when pitstop
+    cannot start it (nothing after `--`, not found, --out not writable).
     """
     import json
 
