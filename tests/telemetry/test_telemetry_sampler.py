@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
 import time
 from typing import Any
+
+import psutil
 
 from pitstop.telemetry.gpu import open_gpu_reader
 from pitstop.telemetry.host import CpuReader, DiskReader, ProcessTreeReader
@@ -44,6 +48,8 @@ def test_process_tree_sees_a_busy_child_and_its_cpu() -> None:
         busy_seen.wait(timeout=25)
         samples = sampler.stop()
     finally:
+        for kid in psutil.Process(parent.pid).children(recursive=True):  # the spinner
+            kid.kill()
         parent.kill()
         parent.wait()
     last = samples[-1]["procs"]
@@ -105,3 +111,36 @@ def test_sampler_survives_a_broken_reader_and_calls_on_sample() -> None:
     sampler.stop()
     assert seen and sampler.samples == []
     assert "boom" in sampler.errors["Broken"]
+
+
+FORK_ON_REQUEST = """
+import multiprocessing as mp, sys, time
+def wait():
+    time.sleep(60)
+if __name__ == "__main__":
+    sys.stdin.readline()
+    p = mp.get_context("fork").Process(target=wait, daemon=True); p.start()
+    print(p.pid, flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_a_child_started_after_the_last_rescan_is_seen_at_the_next_read() -> None:
+    parent = subprocess.Popen([sys.executable, "-c", FORK_ON_REQUEST], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    child = ""
+    try:
+        assert parent.stdin is not None and parent.stdout is not None
+        reader = ProcessTreeReader([parent.pid], rescan_s=3600.0)  # no periodic rescan
+        assert set(reader.read()["procs"]) == {str(parent.pid)}
+        parent.stdin.write("fork\n")
+        parent.stdin.flush()
+        child = parent.stdout.readline().strip()
+        procs = reader.read()["procs"]
+        assert child in procs and procs[child]["ppid"] == parent.pid
+    finally:
+        if child.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(child), signal.SIGKILL)
+        parent.kill()
+        parent.wait()

@@ -101,7 +101,8 @@ class ProcessTreeReader:
     ``roots`` are the pids to follow (the training process, or ``pitstop``'s child);
     their descendants (DataLoader workers, torchrun's ranks) are found again every
     ``rescan_s`` seconds, because walking ``/proc`` at 10 Hz would cost more than the
-    readings themselves.
+    readings themselves, and at once when a tracked process starts a child from its
+    main thread (a cheap read of its ``children`` file).
     """
 
     roots: list[int]
@@ -129,9 +130,26 @@ class ProcessTreeReader:
             if pid not in self._tracked:
                 self._tracked[pid] = _Tracked(proc)
 
+    def _new_child_started(self) -> bool:
+        """Whether a tracked process's main thread has a child not tracked yet.
+
+        One small read per process (``/proc/PID/task/PID/children``) catches DataLoader
+        workers and torchrun ranks the moment they start, so that a short profiled
+        window or a new epoch's workers do not go unseen until the next full rescan.
+        """
+        for pid in list(self._tracked):
+            try:
+                with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+                    kids = fh.read().split()
+            except OSError:  # gone, or a kernel without CONFIG_PROC_CHILDREN
+                continue
+            if any(int(k) not in self._tracked for k in kids):
+                return True
+        return False
+
     def read(self) -> dict[str, Any]:
         now = time.monotonic()
-        if now - self._last_scan >= self.rescan_s:
+        if now - self._last_scan >= self.rescan_s or self._new_child_started():
             self._rescan()
             self._last_scan = now
         dt = now - self._last_t if self._last_t else 0.0
