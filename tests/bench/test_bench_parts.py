@@ -134,3 +134,15 @@ def test_recommendation_is_the_fastest_kept_configuration() -> None:
     text = recommendation_text(rec)
     assert text.startswith("recommended for this machine: DataLoader workers (3)")
     assert "no faster: channels_last" in text
+
+
+def test_snippet_compiles_and_applies_the_thread_recommendation_on_cpu_only() -> None:
+    from pitstop.bench.ladder import Knobs
+    from pitstop.bench.report import snippet
+
+    for device in ("cpu", "cuda"):
+        for knobs in (Knobs(), Knobs(workers=True, no_sync=True), Knobs(workers=True, pinned=True)):
+            code = snippet(knobs, device=device, batch_size=8, log_every=10)
+            compile(code, f"<snippet {device} {knobs}>", "exec")
+            expected = knobs.workers and device == "cpu"
+            assert ("use_training_threads(train_loader)" in code) is expected, code
