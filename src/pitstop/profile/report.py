@@ -124,7 +124,8 @@ def render_terminal(doc: dict[str, Any], console: Any, *, out_dir: str | None = 
     ranks = doc.get("ranks") or []
     if ranks:
         r0 = ranks[0]
-        console.print(f"[bold]pitstop profile[/]: {r0['steps_measured']} steps measured "
+        n = r0["steps_measured"]
+        console.print(f"[bold]pitstop profile[/]: {n} step{'' if n == 1 else 's'} measured "
                       f"(after {doc['settings']['warmup']} warm-up) on {facts.get('device', '?')}, "
                       f"{len(ranks)} process{'es' if len(ranks) > 1 else ''}"
                       + ("" if doc["status"] == "complete" else " [yellow](partial profile)[/]"))
