@@ -285,3 +285,18 @@ def test_ctrl_c_reaches_the_script_and_the_partial_profile_is_written(tmp_path: 
     doc = json.loads((tmp_path / "out" / "profile.json").read_text())
     assert doc["status"] == "partial" and doc["exit_code"] == 130
     assert len(doc["ranks"][0]["steps"]) >= 4
+
+
+def test_api_with_an_unwritable_out_fails_before_the_block_runs(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    code = ("import pitstop.profile\n"
+            "try:\n"
+            "    with pitstop.profile.profile(out='a-file/x'):\n"
+            "        print('block ran')\n"
+            "except NotADirectoryError:\n"
+            "    print('refused')\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["refused"], proc.stderr

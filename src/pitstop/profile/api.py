@@ -44,6 +44,9 @@ class Profile:
 
         from pitstop.telemetry.sampler import Sampler, default_readers
 
+        if self.out is not None:
+            # Fail before training, not after it: an OSError here names the folder.
+            self.out.mkdir(parents=True, exist_ok=True)
         self._t0 = time.time()
         self.recorder = Recorder(steps=self.steps, warmup=self.warmup, capture_path=None,
                                  boundary="manual", probe=self.probe)
