@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import subprocess
@@ -64,6 +65,24 @@ def test_full_ladder_writes_valid_json_and_plot(tmp_path: Path, pitstop_cli: Any
     assert "0 naive" in proc.stdout and "ideal" in proc.stdout and "7 compile" in proc.stdout
     assert "recommended for this machine:" in proc.stdout
     assert "from pitstop.train import" in proc.stdout
+    # on an 80-column terminal the table wraps inside its cells and loses no word
+    from rich.console import Console
+
+    from pitstop.bench.report import table
+
+    title = "pitstop bench — a title long enough that it has to wrap at eighty columns, twice over"
+    wide = json.loads(json.dumps(doc))  # five-digit rates: the widest the columns get
+    for row in [*wide["rungs"], wide["ideal"]]:
+        if row["samples_per_s"] is not None:
+            row["samples_per_s"].update(median=12345.6, min=10000.1, max=20000.2)
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(table(wide, title=title))
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    flat = " ".join(text.split())
+    assert "wrap at eighty columns, twice over" in flat
+    for row in [*doc["rungs"], doc["ideal"]]:
+        assert row["status"] in flat or row["status"] == "measured", row["status"]
 
 
 def test_quick_skips_compile_then_a_truncated_jpeg_is_rebuilt(tmp_path: Path,

@@ -274,7 +274,9 @@ def table(doc: dict[str, Any], *, title: str) -> Any:
     t.add_column("samples/s (min–max)", justify="right", no_wrap=True)
     t.add_column("speedup", justify="right", no_wrap=True)
     t.add_column("of ideal", justify="right", no_wrap=True)
-    t.add_column("status", min_width=16)
+    # no min_width: at 80 columns the fixed columns leave it ~14; a wider minimum would
+    # push the table past the console, which crops it (words of the title lost)
+    t.add_column("status", overflow="fold")
     rows = list(doc["rungs"])
     if doc.get("ideal"):
         rows.append(doc["ideal"])
