@@ -103,11 +103,11 @@ def main() -> None:
     for trainer in trainers.values():
         trainer.close()
 
-    table = Table(title="CPU training beside DataLoader workers: intra-op threads "
-                        "in the training process")
-    for col in ("configuration", "workers", "threads", "samples/s median", "min-max",
-                "vs threads=default"):
-        table.add_column(col, justify="left" if col == "configuration" else "right")
+    table = Table(title="intra-op threads beside DataLoader workers (CPU); samples/s: median; "
+                        "ratio: vs workers, threads=default")
+    for col in ("configuration", "workers", "threads", "samples/s", "min-max", "ratio"):
+        table.add_column(col, justify="left" if col == "configuration" else "right",
+                         no_wrap=True)
     base = statistics.median(rates["workers, threads=default"])
     result: dict[str, Any] = {"cpus": cpus, "workers": workers, "rounds": args.rounds,
                               "steps": args.steps, "top": args.top, "configs": {},

@@ -58,6 +58,15 @@ def test_every_rung_runs_or_says_why(tiny: DataSource) -> None:
     assert result.final_knobs.active() == kept
     assert result.ideal is not None and result.ideal.measurement is not None
     assert result.ideal.applied["loader"] is None
+    workers = by_name["workers"]
+    if workers.applied["num_workers"] < len(os.sched_getaffinity(0)):
+        # rung 1 on a CPU measured both thread counts and kept the faster one
+        compared = workers.applied["threads_compared"]
+        winner = max(compared.values(), key=lambda c: c["median"])
+        assert workers.applied["torch_threads"] == winner["threads"]
+        assert workers.measurement is not None
+        assert round(workers.measurement.median, 3) == winner["median"]
+        assert compared["recommended"]["threads"] < compared["torch_default"]["threads"]
 
 
 def test_rung_one_decodes_in_worker_processes(tiny: DataSource, tmp_path: Path) -> None:
@@ -111,6 +120,15 @@ def test_rung_one_on_cpu_trains_with_the_cpus_the_workers_leave(tiny: DataSource
                 assert trainer.applied["torch_threads_source"].startswith("computed")
         finally:
             trainer.close()
+    own = Trainer(make_workload(tiny), Knobs(workers=True), cut_threads=False)
+    own.model.register_forward_pre_hook(
+        lambda module, args: seen["naive"].append(torch.get_num_threads()))
+    try:
+        own.run(2, _no_tick)
+        assert set(seen["naive"]) == {before} and own.applied["torch_threads"] == before
+        assert "measured faster here" in own.applied["torch_threads_source"]
+    finally:
+        own.close()
 
 
 def test_a_failing_rung_is_reported_and_the_ladder_goes_on(tiny: DataSource) -> None:

@@ -146,3 +146,6 @@ def test_snippet_compiles_and_applies_the_thread_recommendation_on_cpu_only() ->
             compile(code, f"<snippet {device} {knobs}>", "exec")
             expected = knobs.workers and device == "cpu"
             assert ("use_training_threads(train_loader)" in code) is expected, code
+    kept_own = snippet(Knobs(workers=True), device="cpu", batch_size=8, log_every=10,
+                       cut_threads=False)  # rung 1 found torch's own thread count faster
+    assert "use_training_threads" not in kept_own

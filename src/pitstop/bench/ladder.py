@@ -249,9 +249,13 @@ class Trainer:
     ``loss_reads`` counts the host reads of the loss (each one a device sync on a GPU).
     """
 
-    def __init__(self, workload: Workload, knobs: Knobs, *, ddp: bool = False) -> None:
+    def __init__(self, workload: Workload, knobs: Knobs, *, ddp: bool = False,
+                 cut_threads: bool = True) -> None:
         self.workload = workload
         self.knobs = knobs
+        # Use the intra-op thread count pitstop.train.loader recommends beside its workers
+        # (CPU training); False keeps torch's own count.
+        self.cut_threads = cut_threads
         self.device = workload.device
         if self.device.type == "cuda" and self.device.index is None:
             # "cuda" and "cuda:0" compare unequal: name the GPU so batch checks are exact
@@ -313,7 +317,11 @@ class Trainer:
                 overrides["pin_memory"] = False
             loader = trainlib.make_loader(view, w.batch_size, device=self.device, **overrides)
         workers, source = trainlib.loader_workers(loader)
-        self.threads, threads_source = trainlib.training_threads(loader, self.device)
+        recommended, threads_source = trainlib.training_threads(loader, self.device)
+        self.threads = recommended if self.cut_threads else None
+        if recommended is not None and not self.cut_threads:
+            threads_source = (f"torch's own thread count (measured faster here than the "
+                              f"{recommended} recommended beside the workers)")
         self.applied.update({
             "num_workers": workers,
             "num_workers_source": source,
@@ -324,7 +332,8 @@ class Trainer:
             "device_prefetcher": self.knobs.pinned and self.device.type == "cuda",
             "loader": type(loader).__name__,
             "torch_threads": self.threads or torch.get_num_threads(),
-            "torch_threads_source": threads_source if self.threads else "torch's own thread count",
+            "torch_threads_source": threads_source if recommended is not None
+                                    else "torch's own thread count",
         })
         return loader
 
@@ -483,6 +492,7 @@ def run_ladder(workload: Workload, ctx: Context, *, selected: set[int] | None = 
     results: list[RungResult] = []
     knobs = Knobs()
     best: tuple[Trainer, Measurement] | None = None
+    cut_threads = True  # rung 1 may find torch's own thread count faster (CPU only)
     interrupted = False
     ideal: RungResult | None = None
 
@@ -508,9 +518,12 @@ def run_ladder(workload: Workload, ctx: Context, *, selected: set[int] | None = 
             base.knobs = candidate.active()
             trainer: Trainer | None = None
             try:
-                trainer = Trainer(workload, candidate)
+                trainer = Trainer(workload, candidate, cut_threads=cut_threads)
                 base.measurement = measure_trainer(trainer, workload, reporter,
                                                    f"{rung.index} {rung.name}")
+                if rung.knob == "workers" and trainer.threads is not None:
+                    trainer, base.measurement, cut_threads = _compare_threads(
+                        trainer, base.measurement, workload, candidate, reporter)
             except KeyboardInterrupt:
                 base.status, base.reason = "interrupted", "Ctrl-C while this rung ran"
                 base.applied = dict(trainer.applied) if trainer else {}
@@ -599,6 +612,33 @@ def run_ideal(trainer: Trainer, workload: Workload, reporter: Reporter) -> RungR
     result.applied.update({"loader": None, "num_workers": None, "loss_read": "never per step"})
     reporter.rung_finished(result)
     return result
+
+
+def _compare_threads(cut: Trainer, cut_m: Measurement, workload: Workload, knobs: Knobs,
+                     reporter: Reporter) -> tuple[Trainer, Measurement, bool]:
+    """Rung 1 on a CPU: measure the same configuration with torch's own thread count too
+    and keep the faster. Cutting the threads to the CPUs the workers leave avoids
+    oversubscription (a large gain when other processes compete for the cores); when
+    the workers are mostly idle, the cores they leave unused may be worth more. The
+    rung's ``applied["threads_compared"]`` records both medians."""
+    cut.close_loader()
+    own: Trainer | None = None
+    try:
+        own = Trainer(workload, knobs, cut_threads=False)
+        own_m = measure_trainer(own, workload, reporter, "1 workers, torch's own threads")
+    except Exception as err:
+        if own is not None:
+            own.close()
+        reporter.note(f"rung 1 with torch's own thread count failed: {_first_line(err)}")
+        return cut, cut_m, True
+    compared = {"recommended": {"threads": cut.threads, "median": round(cut_m.median, 3)},
+                "torch_default": {"threads": torch.get_num_threads(),
+                                  "median": round(own_m.median, 3)}}
+    keep_cut = cut_m.median >= own_m.median
+    winner, loser = (cut, own) if keep_cut else (own, cut)
+    loser.close()
+    winner.applied["threads_compared"] = compared
+    return winner, (cut_m if keep_cut else own_m), keep_cut
 
 
 def _slower_hint(rung: Rung, result: RungResult, workload: Workload) -> str:

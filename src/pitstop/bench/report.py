@@ -138,8 +138,10 @@ def knob_phrase(knob: str, applied: dict[str, Any]) -> str:
     return label
 
 
-def snippet(knobs: Knobs, *, device: str, batch_size: int, log_every: int) -> str:
-    """Code using pitstop.train that runs the recommended configuration."""
+def snippet(knobs: Knobs, *, device: str, batch_size: int, log_every: int,
+            cut_threads: bool = True) -> str:
+    """Code using pitstop.train that runs the recommended configuration (``cut_threads``:
+    the training process applies the loader's thread recommendation, CPU only)."""
     cuda = device.startswith("cuda")
     lines = ["import torch", "from pitstop.train import " + ", ".join(sorted(
         {"loader", "TrainStep"}
@@ -154,7 +156,7 @@ def snippet(knobs: Knobs, *, device: str, batch_size: int, log_every: int) -> st
     if cuda and not knobs.pinned:
         loader_args.append("pin_memory=False")
     lines.append(f"train_loader = loader(dataset, {', '.join(loader_args)})")
-    if knobs.workers and not cuda:
+    if knobs.workers and not cuda and cut_threads:
         lines[2:2] = ["from pitstop.train.loader import use_training_threads"]
         lines.append("print(use_training_threads(train_loader))  "
                      "# intra-op threads = CPUs the workers leave")
@@ -214,7 +216,9 @@ def recommendation(result: LadderResult, *, device: str, batch_size: int, log_ev
         "not_measured": not_measured,
         "speedup": _round(speedup(fastest, baseline)),
         "share_of_ideal": _round(share_of_ideal(fastest, result.ideal)),
-        "snippet": snippet(knobs, device=device, batch_size=batch_size, log_every=log_every),
+        "snippet": snippet(knobs, device=device, batch_size=batch_size, log_every=log_every,
+                           cut_threads=str(fastest.applied.get("torch_threads_source", ""))
+                           .startswith("computed")),
     }
 
 
