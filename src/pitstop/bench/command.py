@@ -146,7 +146,7 @@ def bench(device: str, quick: bool, rungs: str | None, steps: int | None, repeat
     Rungs (each adds one knob to the rung below; a knob that is slower here is left out):
       0 naive            num_workers=0, loss.item() every step, fp32, no autotuner
       1 workers          DataLoader worker processes (pitstop.train.loader);
-                         on a CPU, torch threads = CPUs the workers leave
+                         on a CPU also with fewer torch threads (faster kept)
       2 pinned           pin_memory + non_blocking + DevicePrefetcher (CUDA)
       3 cudnn-benchmark  cuDNN autotuner (CUDA)
       4 no-sync          loss kept on the device, read every --log-every steps

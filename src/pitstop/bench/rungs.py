@@ -23,7 +23,8 @@ RUNGS: tuple[Rung, ...] = (
          "cudnn autotuner off"),
     Rung(1, "workers", "workers", "DataLoader workers",
          "decode and augment in worker processes (count from pitstop.train.loader); "
-         "on a CPU, torch's intra-op threads cut to the CPUs the workers leave"),
+         "on a CPU, measured with torch's threads cut to the CPUs the workers leave and "
+         "uncut, the faster kept"),
     Rung(2, "pinned", "pinned", "pinned memory + non_blocking",
          "pin_memory=True, non_blocking copies, DevicePrefetcher on a side stream"),
     Rung(3, "cudnn-benchmark", "cudnn_benchmark", "cudnn.benchmark",
