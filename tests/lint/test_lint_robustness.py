@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import pitstop_env
+from pitstop_testing import pitstop_env
 
 TRAIN = (
     "import torch\n"
