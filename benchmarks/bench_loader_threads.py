@@ -107,7 +107,7 @@ def main() -> None:
                         "ratio: vs workers, threads=default")
     for col in ("configuration", "workers", "threads", "samples/s", "min-max", "ratio"):
         table.add_column(col, justify="left" if col == "configuration" else "right",
-                         no_wrap=True)
+                         no_wrap=col != "configuration")
     base = statistics.median(rates["workers, threads=default"])
     result: dict[str, Any] = {"cpus": cpus, "workers": workers, "rounds": args.rounds,
                               "steps": args.steps, "top": args.top, "configs": {},

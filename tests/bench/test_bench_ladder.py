@@ -67,6 +67,10 @@ def test_every_rung_runs_or_says_why(tiny: DataSource) -> None:
         assert workers.measurement is not None
         assert round(workers.measurement.median, 3) == winner["median"]
         assert compared["recommended"]["threads"] < compared["torch_default"]["threads"]
+        from pitstop.bench.report import detail
+
+        loser = min(compared.values(), key=lambda c: c["median"])
+        assert f"{winner['threads']} threads ({loser['threads']}: " in detail(workers)
 
 
 def test_rung_one_decodes_in_worker_processes(tiny: DataSource, tmp_path: Path) -> None:

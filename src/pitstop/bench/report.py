@@ -115,6 +115,14 @@ def detail(result: RungResult) -> str:
     bits = []
     if result.name == "workers" and "num_workers" in a:
         bits.append(f"{a['num_workers']} worker(s)")
+        compared = a.get("threads_compared")
+        if isinstance(compared, dict) and len(compared) == 2:
+            # e.g. "2 threads (1: 197/s)": the kept count, then the other one's median
+            other = next((c for c in compared.values()
+                          if c["threads"] != a.get("torch_threads")), None)
+            if other is not None:
+                bits.append(f"{a.get('torch_threads')} threads ({other['threads']}: "
+                            f"{other['median']:,.0f}/s)")
     if result.name == "pinned" and "pin_memory" in a:
         bits.append("pinned" if a["pin_memory"] else "not pinned")
     if result.name == "mixed-precision" and "precision" in a:

@@ -13,8 +13,9 @@ Each setting comes from one of four sources, recorded next to its value in
 * ``"default"`` — PyTorch's own default, kept.
 
 One entry is not a DataLoader argument: ``torch_threads``, the intra-op thread count
-recommended for the training process beside the workers (CPU training only; see
-:func:`training_threads`). It is applied only by calling :func:`use_training_threads`.
+for the training process that leaves the workers their cores (CPU training only; see
+:func:`training_threads` for when it pays). It is applied only by calling
+:func:`use_training_threads`.
 """
 
 from __future__ import annotations
@@ -465,11 +466,15 @@ def training_threads(num_workers: int, *, device: str | torch.device = "auto",
     Only CPU training gets a number: the model then computes on the same cores the
     workers decode on, and torch's default (one thread per CPU) plus the workers
     oversubscribes them. OpenMP threads that wait for a descheduled sibling at every
-    parallel region make that far slower than the lost core alone (measured by
-    ``benchmarks/bench_loader_threads.py``: 3.7x on 2 CPUs with 1 worker). On a GPU
-    the training process's own CPU threads barely matter, so they are left alone.
-    This is a recommendation: :func:`loader` never changes global thread counts;
-    :func:`use_training_threads` applies it when called.
+    parallel region can make that far slower than the lost core alone. Whether the
+    cut pays depends on how busy the workers and the machine are:
+    ``benchmarks/bench_loader_threads.py`` on 2 CPUs with 1 worker measured the cut at
+    2.2-3.7x while other processes competed for the cores, and at 0.77-0.91x on a
+    calm machine where the worker idles most of the time, so measure before adopting
+    it (``pitstop bench`` does, in rung 1). On a GPU the training process's own CPU
+    threads barely matter, so they are left alone. This is a recommendation:
+    :func:`loader` never changes global thread counts; :func:`use_training_threads`
+    applies it when called.
     """
     target = resolve_device(device)
     if target.type != "cpu":
