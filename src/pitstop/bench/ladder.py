@@ -631,6 +631,10 @@ def _compare_threads(cut: Trainer, cut_m: Measurement, workload: Workload, knobs
             own.close()
         reporter.note(f"rung 1 with torch's own thread count failed: {_first_line(err)}")
         return cut, cut_m, True
+    except BaseException:  # Ctrl-C: end this trainer's workers; the ladder handles the rest
+        if own is not None:
+            own.close()
+        raise
     compared = {"recommended": {"threads": cut.threads, "median": round(cut_m.median, 3)},
                 "torch_default": {"threads": torch.get_num_threads(),
                                   "median": round(own_m.median, 3)}}
