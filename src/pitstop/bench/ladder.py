@@ -307,8 +307,9 @@ class Trainer:
 
                 sampler = DistributedSampler(view, shuffle=True)
             pin = self.knobs.pinned and self.device.type == "cuda"
-            loader: DataLoader[Any] = DataLoader(view, w.batch_size, sampler=sampler,
-                                                 num_workers=0, pin_memory=pin, drop_last=True)
+            loader: DataLoader[Any] = DataLoader(  # noqa: LT002 (the naive rung, on purpose)
+                view, w.batch_size, sampler=sampler, num_workers=0, pin_memory=pin,
+                drop_last=True)
         else:
             overrides: dict[str, Any] = {"drop_last": True}
             if sampler is not None:

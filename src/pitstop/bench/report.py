@@ -165,7 +165,7 @@ def snippet(knobs: Knobs, *, device: str, batch_size: int, log_every: int,
         loader_args.append("pin_memory=False")
     lines.append(f"train_loader = loader(dataset, {', '.join(loader_args)})")
     if knobs.workers and not cuda and cut_threads:
-        lines[2:2] = ["from pitstop.train.loader import use_training_threads"]
+        lines[2:2] = ["from pitstop.train import use_training_threads"]
         lines.append("print(use_training_threads(train_loader))  "
                      "# intra-op threads = CPUs the workers leave")
     lines.append(f'model = model.to("{device}")')

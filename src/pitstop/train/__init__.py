@@ -17,7 +17,14 @@ See docs/train.md.
 """
 
 from pitstop.train.defaults import FastDefaults, SettingChange, fast_defaults
-from pitstop.train.loader import PitstopDataLoader, format_settings, loader, loader_settings
+from pitstop.train.loader import (
+    PitstopDataLoader,
+    format_settings,
+    loader,
+    loader_settings,
+    training_threads,
+    use_training_threads,
+)
 from pitstop.train.loader import save_config as save_loader_config
 from pitstop.train.metrics import Metrics, MetricSummary, every
 from pitstop.train.precision import PrecisionChoice, choose_precision
@@ -41,4 +48,6 @@ __all__ = [
     "loader_settings",
     "save_loader_config",
     "to_device",
+    "training_threads",
+    "use_training_threads",
 ]

@@ -4,8 +4,8 @@ Each setting comes from one of four sources, recorded next to its value in
 ``loader.pitstop_settings`` (and returned by :func:`loader_settings`):
 
 * ``"override"`` — a keyword argument of the call; always wins.
-* ``"config file <path>"`` — a loader config (JSON, as written by ``pitstop tune
-  loader``): the path given as ``config=``, else ``$PITSTOP_LOADER_CONFIG``, else
+* ``"config file <path>"`` — a loader config (JSON, as written by
+  ``save_config``): the path given as ``config=``, else ``$PITSTOP_LOADER_CONFIG``, else
   ``./pitstop-loader.json`` in the working directory.
 * ``"computed: <why>"`` — derived from what was measured: the CPUs this process may
   use (affinity mask and cgroup CPU quota) shared among the local ranks
@@ -224,7 +224,7 @@ def find_config(config: str | os.PathLike[str] | Literal[False] | None,
         path = Path(config)
         if not path.is_file():
             raise ValueError(f"loader config {path} does not exist: pass an existing JSON file "
-                             f"(e.g. written by `pitstop tune loader`) or config=None")
+                             f"(e.g. written by pitstop.train.save_loader_config) or config=None")
         return path
     from_env = env.get(CONFIG_ENV)
     if from_env:
@@ -241,7 +241,7 @@ def read_config(path: Path) -> dict[str, Any]:
     """The settings in a loader config file, validated.
 
     The file is a JSON object, either the settings themselves
-    (``{"num_workers": 6, "prefetch_factor": 4}``) or, as ``pitstop tune loader``
+    (``{"num_workers": 6, "prefetch_factor": 4}``) or, as ``save_config``
     writes it, ``{"settings": {...}, ...}`` with any other top-level keys ignored.
     """
     try:
@@ -272,7 +272,7 @@ def save_config(path: str | os.PathLike[str], settings: Mapping[str, Any], *,
     """Write a loader config that :func:`loader` will read (atomically, validated).
 
     ``settings`` holds only keys of :data:`CONFIG_KEYS`; ``measured`` is free-form
-    evidence kept beside them (``pitstop tune loader`` stores its measurements there).
+    evidence kept beside them (a measuring tool stores its evidence there).
     """
     from pitstop.fileio import atomic_write_json
 
