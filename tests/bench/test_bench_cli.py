@@ -27,7 +27,7 @@ def test_full_ladder_writes_valid_json_and_plot(tmp_path: Path, pitstop_cli: Any
     out_json, out_png = tmp_path / "bench.json", tmp_path / "bench.png"
     proc = pitstop_cli("bench", *TINY_CLI, "--data", str(tmp_path / "cache"),
                        "--compile-timeout", "0.01", "--json", str(out_json),
-                       "--plot", str(out_png))
+                       "--plot", str(out_png), env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out_json.read_text())
     jsonschema.validate(doc, JSON_SCHEMA)
@@ -65,6 +65,9 @@ def test_full_ladder_writes_valid_json_and_plot(tmp_path: Path, pitstop_cli: Any
     assert "0 naive" in proc.stdout and "ideal" in proc.stdout and "7 compile" in proc.stdout
     assert "recommended for this machine:" in proc.stdout
     assert "from pitstop.train import" in proc.stdout
+    # piped output keeps every snippet line whole (copyable), however narrow the console
+    for line in doc["recommended"]["snippet"].splitlines():
+        assert line in proc.stdout.splitlines(), line
     # on an 80-column terminal the table wraps inside its cells and loses no word
     from rich.console import Console
 

@@ -318,8 +318,11 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
                           f"measured so far[/]")
     out_console.print(escape(report.recommendation_text(rec)), highlight=False)
     if rec is not None and not result.interrupted:
-        out_console.print(Syntax(rec["snippet"], "python", theme="ansi_dark",
-                                 background_color="default"))
+        if out_console.is_terminal:
+            out_console.print(Syntax(rec["snippet"], "python", theme="ansi_dark",
+                                     background_color="default", word_wrap=True))
+        else:  # piped or logged: whole lines, never cropped, so the code can be copied
+            out_console.print(rec["snippet"], soft_wrap=True, markup=False, highlight=False)
     fallbacks = {k: v for k, v in trainlib.IMPLEMENTATION.items() if "plain torch" in v}
     if fallbacks:
         out_console.print(f"[yellow]note: {escape(', '.join(fallbacks.values()))}[/]")
