@@ -27,7 +27,7 @@ def test_full_ladder_writes_valid_json_and_plot(tmp_path: Path, pitstop_cli: Any
     out_json, out_png = tmp_path / "bench.json", tmp_path / "bench.png"
     proc = pitstop_cli("bench", *TINY_CLI, "--data", str(tmp_path / "cache"),
                        "--compile-timeout", "0.01", "--json", str(out_json),
-                       "--plot", str(out_png), env={"COLUMNS": "80"})
+                       "--plot", str(out_png), env={"COLUMNS": "40"})
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out_json.read_text())
     jsonschema.validate(doc, JSON_SCHEMA)
