@@ -97,6 +97,7 @@ def test_missing_path_is_an_input_error(tmp_path, pitstop_cli) -> None:
     r = pitstop_cli("lint", str(tmp_path / "nope.py"))
     assert r.returncode == 2
     assert "nope.py: error: no such file or directory" in r.stderr
+    assert "No findings" not in r.stdout  # nothing was checked: no clean bill either
 
 
 def test_syntax_error_alone_is_exit_1(tmp_path, pitstop_cli) -> None:

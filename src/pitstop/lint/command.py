@@ -150,8 +150,10 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
         color = sys.stdout.isatty()
         click.echo(render_text(findings, color=color, show_source=not no_source), nl=False)
         unchecked = len({d.path for d in diagnostics if d.kind == "error"})
-        click.echo(summary_text(findings, run.files, unsafe=unsafe_fixes, unchecked=unchecked),
-                   nl=False)
+        nothing_usable = run.files == 0 and any(d.kind == "input" for d in diagnostics)
+        if not nothing_usable:  # "No findings in 0 files" would read as a clean bill
+            click.echo(summary_text(findings, run.files, unsafe=unsafe_fixes,
+                                    unchecked=unchecked), nl=False)
 
     # As in ruff: a file that cannot be checked (syntax error, undecodable, unreadable)
     # is a diagnostic about the code, exit 1; a named path that cannot be used or a bug
