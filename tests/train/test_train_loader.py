@@ -13,6 +13,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import Dataset, IterableDataset, TensorDataset
 
+from pitstop.hostinfo.cgroup import parse_cgroup2_cpu_max
 from pitstop.sysroot import Sysroot
 from pitstop.train import loader, loader_settings
 from pitstop.train.loader import (
@@ -20,7 +21,6 @@ from pitstop.train.loader import (
     compute_settings,
     find_config,
     measure_sample_bytes,
-    parse_cgroup2_cpu_max,
     training_threads,
     usable_cpus,
     use_training_threads,

@@ -9,6 +9,8 @@ readers here and cannot disagree about what the machine is:
 * :mod:`~pitstop.hostinfo.blockdev`: from a mount down to its disks (partitions,
   device-mapper, md, loop), and the readahead file that governs it;
 * :mod:`~pitstop.hostinfo.cpu`: online CPUs, per-CPU cpufreq values, turbo switches;
+* :mod:`~pitstop.hostinfo.cgroup`: this process's cgroup CPU quota and memory limit
+  (also read by ``pitstop.train.loader`` to size DataLoader workers);
 * :mod:`~pitstop.hostinfo.shm`: the size of ``/dev/shm``;
 * :mod:`~pitstop.hostinfo.kernel_text`: the small text formats of procfs and sysfs
   (``/proc/meminfo``, ``[selected]`` menus, tmpfs ``size=`` options);

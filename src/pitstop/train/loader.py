@@ -36,6 +36,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 from torch.utils.data.distributed import DistributedSampler
 
+from pitstop.hostinfo import cgroup
 from pitstop.sysroot import Sysroot
 from pitstop.train.defaults import SettingChange
 from pitstop.train.prefetch import resolve_device
@@ -71,46 +72,6 @@ Setting = tuple[Any, str]
 
 # ---------------------------------------------------------------- CPUs this process may use
 
-def parse_cgroup2_cpu_max(text: str | None) -> float | None:
-    """CPUs allowed by a cgroup v2 ``cpu.max`` ("200000 100000" -> 2.0; "max ..." -> None)."""
-    if not text:
-        return None
-    parts = text.split()
-    if len(parts) != 2 or parts[0] == "max":
-        return None
-    try:
-        quota, period = int(parts[0]), int(parts[1])
-    except ValueError:
-        return None
-    return quota / period if quota > 0 and period > 0 else None
-
-
-def cgroup_cpu_limit(sysroot: Sysroot) -> tuple[float | None, str]:
-    """The CPU quota of this process's cgroup (v2 or v1) and where it was read."""
-    best: float | None = None
-    where = "no cgroup CPU quota"
-    cgroup_line = sysroot.read_text("/proc/self/cgroup") or ""
-    v2_path = next((line.split("::", 1)[1] for line in cgroup_line.splitlines()
-                    if line.startswith("0::")), None)
-    if v2_path is not None:
-        # A quota anywhere up the hierarchy limits us; the tightest one counts.
-        parts = [p for p in v2_path.strip().split("/") if p]
-        for depth in range(len(parts), -1, -1):
-            rel = "/".join(parts[:depth])
-            path = "/sys/fs/cgroup/" + (rel + "/" if rel else "") + "cpu.max"
-            limit = parse_cgroup2_cpu_max(sysroot.read_text(path))
-            if limit is not None and (best is None or limit < best):
-                best, where = limit, path
-        if best is not None:
-            return best, where
-    for base in ("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"):
-        quota = sysroot.read_int(base + "/cpu.cfs_quota_us")
-        period = sysroot.read_int(base + "/cpu.cfs_period_us")
-        if quota is not None and period and quota > 0:
-            return quota / period, base + "/cpu.cfs_quota_us"
-    return None, where
-
-
 def usable_cpus(sysroot: Sysroot | None = None) -> tuple[int, str]:
     """How many CPUs this process may run on, and how that was found out."""
     sysroot = sysroot or Sysroot()
@@ -127,7 +88,7 @@ def usable_cpus(sysroot: Sysroot | None = None) -> tuple[int, str]:
                 affinity = _count_cpu_list(line.split(":", 1)[1])
     if affinity is None:
         affinity = os.cpu_count() or 1
-    quota, where = cgroup_cpu_limit(sysroot)
+    quota, where = cgroup.cpu_limit(sysroot)
     if quota is not None and math.ceil(quota) < affinity:
         return max(1, math.ceil(quota)), f"cgroup quota {quota:g} CPUs ({where})"
     return affinity, f"{affinity} CPUs in this process's affinity mask"

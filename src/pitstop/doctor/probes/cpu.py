@@ -6,7 +6,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from pitstop.doctor.probes import ProbeContext, cgroup
+from pitstop.doctor.probes import ProbeContext
+from pitstop.hostinfo import cgroup
 from pitstop.hostinfo.cpu import (
     CPU_DIR,
     CPUFREQ_BOOST,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pitstop.doctor.probes import ProbeContext, cgroup
+from pitstop.doctor.probes import ProbeContext
+from pitstop.hostinfo import cgroup
 from pitstop.hostinfo.kernel_text import menu_choice, parse_meminfo
 from pitstop.hostinfo.shm import shm_size
 

@@ -1,5 +1,8 @@
 """This process's cgroup limits (v1 and v2): CPU quota and memory limit.
 
+Read by the doctor (facts ``cpu.cgroup``, ``memory.cgroup``) and by
+``pitstop.train.loader`` (how many CPUs the loader's workers may share).
+
 Containers, Slurm and systemd slices limit a process through its cgroup, which
 ``/proc/cpuinfo``, ``/proc/meminfo`` and ``os.cpu_count()`` do not show. A limit set on
 an ancestor cgroup applies too, so the v2 files are read up the path to the root and the
@@ -51,26 +54,47 @@ def _v1_dirs(controller_dirs: tuple[str, ...], path: str) -> list[str]:
     return [f"{d}{path.rstrip('/')}" for d in controller_dirs] + list(controller_dirs)
 
 
-def cpu_quota(sr: Sysroot) -> dict[str, Any]:
-    """The CPU quota in CPUs (``cpus``), or ``None`` when unlimited or unknown."""
+def parse_cpu_max(text: str | None) -> tuple[int, int] | None:
+    """A cgroup v2 ``cpu.max`` as ``(quota_us, period_us)``; quota ``-1`` means "max"."""
+    if not text:
+        return None
+    quota_s, _, period_s = text.strip().partition(" ")
+    try:
+        period = int(period_s or 100000)
+        quota = -1 if quota_s == "max" else int(quota_s)
+    except ValueError:
+        return None
+    return quota, period
+
+
+def parse_cgroup2_cpu_max(text: str | None) -> float | None:
+    """CPUs allowed by a cgroup v2 ``cpu.max`` ("200000 100000" -> 2.0; "max ..." -> None)."""
+    parsed = parse_cpu_max(text)
+    if parsed is None or parsed[0] <= 0 or parsed[1] <= 0:
+        return None
+    return parsed[0] / parsed[1]
+
+
+def _cpu_quota_and_file(sr: Sysroot) -> tuple[dict[str, Any], str | None]:
+    """:func:`cpu_quota`'s answer, and the file that set the limit (None: no limit)."""
     v1, v2 = membership(sr)
     if "cpu" in v1:
         for base in _v1_dirs(("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"), v1["cpu"]):
             quota = sr.read_int(f"{base}/cpu.cfs_quota_us", 10)
             period = sr.read_int(f"{base}/cpu.cfs_period_us", 10)
             if quota is not None and period:
-                return {"version": 1, "path": v1["cpu"], "quota_us": quota, "period_us": period,
-                        "cpus": round(quota / period, 2) if quota > 0 else None}
+                limited = quota > 0
+                return ({"version": 1, "path": v1["cpu"], "quota_us": quota, "period_us": period,
+                         "cpus": round(quota / period, 2) if limited else None},
+                        f"{base}/cpu.cfs_quota_us" if limited else None)
     if v2 is not None:
         best: dict[str, Any] | None = None
         for anc in _ancestors(v2):
-            text = sr.read_text(f"/sys/fs/cgroup{anc.rstrip('/')}/cpu.max")
-            if not text:
+            parsed = parse_cpu_max(sr.read_text(f"/sys/fs/cgroup{anc.rstrip('/')}/cpu.max"))
+            if parsed is None:
                 continue
-            quota_s, _, period_s = text.partition(" ")
-            period = int(period_s or 100000)
-            quota = -1 if quota_s == "max" else int(quota_s)
-            cpus = round(quota / period, 2) if quota > 0 else None
+            quota, period = parsed
+            cpus = round(quota / period, 2) if quota > 0 and period > 0 else None
             entry = {"version": 2, "path": v2, "limited_at": anc, "quota_us": quota,
                      "period_us": period, "cpus": cpus}
             if best is None or (cpus is not None and (best["cpus"] is None or cpus < best["cpus"])):
@@ -78,8 +102,22 @@ def cpu_quota(sr: Sysroot) -> dict[str, Any]:
         if best is not None:
             if best["cpus"] is None:
                 best.pop("limited_at", None)
-            return best
-    return {"version": None, "cpus": None}
+                return best, None
+            return best, f"/sys/fs/cgroup{best['limited_at'].rstrip('/')}/cpu.max"
+    return {"version": None, "cpus": None}, None
+
+
+def cpu_quota(sr: Sysroot) -> dict[str, Any]:
+    """The CPU quota in CPUs (``cpus``), or ``None`` when unlimited or unknown."""
+    return _cpu_quota_and_file(sr)[0]
+
+
+def cpu_limit(sr: Sysroot) -> tuple[float | None, str]:
+    """The exact CPU quota in CPUs (None: unlimited or unknown) and the file that set it."""
+    entry, where = _cpu_quota_and_file(sr)
+    if where is None:
+        return None, "no cgroup CPU quota"
+    return entry["quota_us"] / entry["period_us"], where
 
 
 def memory_limit(sr: Sysroot) -> dict[str, Any]:
