@@ -210,7 +210,7 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
     from rich.markup import escape
     from rich.syntax import Syntax
 
-    from pitstop.bench import distributed, report, trainlib
+    from pitstop.bench import distributed, report
     from pitstop.bench.dataset import SyntheticSpec, open_data
     from pitstop.bench.ladder import LadderResult, SilentReporter, probe_context, run_ladder
     from pitstop.bench.machine import collect_machine, short_description
@@ -287,7 +287,6 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
         "batch_size": spec.batch_size,
         "optimizer": "SGD(lr=0.05, momentum=0.9)",
         "log_every": log_every,
-        "implementation": dict(trainlib.IMPLEMENTATION),
         "world_size": group.info.world_size if group is not None else 1,
     }
     plan_doc = {**asdict(plan), "quick": quick, "compile_timeout_s": compile_timeout,
@@ -323,9 +322,6 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
                                      background_color="default", word_wrap=True))
         else:  # piped or logged: whole lines, never cropped, so the code can be copied
             out_console.print(rec["snippet"], soft_wrap=True, markup=False, highlight=False)
-    fallbacks = {k: v for k, v in trainlib.IMPLEMENTATION.items() if "plain torch" in v}
-    if fallbacks:
-        out_console.print(f"[yellow]note: {escape(', '.join(fallbacks.values()))}[/]")
     if json_path is not None:
         from pitstop.fileio import atomic_write_json
 

@@ -148,7 +148,7 @@ def probe_context(device: torch.device, *, quick: bool) -> Context:
     precision = str(step.precision)
     reason = None
     if precision == "fp32":
-        reason = getattr(step, "precision_reason", None) or trainlib.precision_reason(precision, device)
+        reason = step.precision_reason
     return Context(device=device, quick=quick, auto_precision=precision,
                    auto_precision_reason=reason, compile_problem=compile_problem(device))
 
