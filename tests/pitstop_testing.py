@@ -31,3 +31,77 @@ def run_pitstop(*args: str, cwd: str | os.PathLike[str] | None = None,
         cwd=cwd, env=pitstop_env(env), capture_output=True, text=True, timeout=timeout,
         input=input,
     )
+
+
+# ---------------------------------------------------------------- running as `nobody`
+
+NOBODY_SETUID_FAILED = 98  # the child could not drop to `nobody` (no CAP_SETUID here)
+
+
+def run_cli_in_process(argv: list[str]) -> tuple[int, str, str]:
+    """Run the CLI in this process; return (exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    import pitstop.cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            pitstop.cli.main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_cli_as_nobody(argv: list[str]) -> tuple[int, str, str]:
+    """Run the CLI in a forked child that has dropped to `nobody` with setuid; return
+    (exit code, stdout, stderr). Skips the test where setuid is not permitted.
+
+    A fork, not a fresh interpreter: the interpreter, the venv and the checkout may
+    live where `nobody` cannot read (/root here; a 0700 clone under /tmp in CI), so
+    `nobody` can import nothing new. Callers first run the same command in this
+    process (as root) so that every module it uses is already imported when the
+    child forks, and keep it in one process (no worker pools that spawn).
+    """
+    import json
+    import pwd
+
+    import pytest
+
+    nobody = pwd.getpwnam("nobody")
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never returns into pytest
+        code = 99
+        try:
+            os.close(rfd)
+            try:
+                os.setgroups([])
+                os.setgid(nobody.pw_gid)
+                os.setuid(nobody.pw_uid)
+            except OSError as exc:
+                os.write(wfd, json.dumps(["", f"cannot drop to nobody: {exc}"]).encode())
+                code = NOBODY_SETUID_FAILED
+            else:
+                code, out, err = run_cli_in_process(argv)
+                if os.geteuid() != nobody.pw_uid:
+                    code, out, err = 99, "", f"still euid {os.geteuid()}"
+                os.write(wfd, json.dumps([out, err]).encode())
+        except BaseException as exc:  # report anything to the parent, never return
+            os.write(wfd, json.dumps(["", f"child failed: {exc!r}"]).encode())
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    with os.fdopen(rfd, encoding="utf-8", errors="replace") as fh:
+        raw = fh.read()
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    try:
+        out, err = json.loads(raw)
+    except ValueError:
+        out, err = "", raw
+    if code == NOBODY_SETUID_FAILED:
+        pytest.skip(err)
+    return code, out, err

@@ -11,8 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-from pitstop_testing import pitstop_env
+from pitstop_testing import pitstop_env, run_cli_as_nobody, run_cli_in_process
 
 TRAIN = (
     "import torch\n"
@@ -74,23 +73,28 @@ def test_unreadable_directory() -> None:
     locked = tmp_path / "locked"
     locked.mkdir()
     (locked / "x.py").write_text(TRAIN)
-    locked.chmod(0)
-    cmd = [sys.executable, "-m", "pitstop", "lint", str(tmp_path)]
-    if os.geteuid() == 0:  # root reads anything: drop privileges for the run
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("running as root without setpriv to drop privileges")
-        cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", *cmd]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=pitstop_env(), timeout=120,
-                           cwd="/")
+        if os.geteuid() == 0:
+            # Root reads anything: drop to `nobody` in a forked child. The checkout may be
+            # unreadable to `nobody` (a 0700 clone), so import everything first by
+            # running the same command here, and keep it to one process (-j 1).
+            argv = ["lint", "-j", "1", str(tmp_path)]
+            run_cli_in_process(argv)
+            locked.chmod(0)
+            code, out, err = run_cli_as_nobody(argv)
+        else:
+            locked.chmod(0)
+            r = subprocess.run([sys.executable, "-m", "pitstop", "lint", str(tmp_path)],
+                               capture_output=True, text=True, env=pitstop_env(),
+                               timeout=120, cwd="/")
+            code, out, err = r.returncode, r.stdout, r.stderr
     finally:
         locked.chmod(0o755)
         shutil.rmtree(tmp_path, ignore_errors=True)
-    assert r.returncode == 1, r.stderr
-    assert f"{locked}: error: cannot list directory" in r.stderr
-    assert "good.py:6:11: LT001" in r.stdout
-    assert "Traceback" not in r.stderr
+    assert code == 1, err
+    assert f"{locked}: error: cannot list directory" in err
+    assert "good.py:6:11: LT001" in out
+    assert "Traceback" not in err
 
 
 def test_missing_path_is_an_input_error(tmp_path, pitstop_cli) -> None:

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from pitstop_testing import run_cli_as_nobody, run_cli_in_process
 
 WS = "workstation-4090"
 DATA = "/data sets/imagenet"
@@ -332,68 +333,16 @@ def test_missing_nvidia_smi_is_reported_not_a_crash(pitstop_cli, machine) -> Non
 # ---------------------------------------------------------------- not root
 
 
-NOBODY_SETUID_FAILED = 98  # the child could not drop to `nobody` (no CAP_SETUID here)
-
-
 def _run_in_process(argv: list[str]) -> tuple[int, str]:
-    """Run the CLI in this process, capturing what it prints, and return (exit code, output)."""
-    import contextlib
-    import io
-
-    import pitstop.cli
-
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
-        try:
-            pitstop.cli.main(argv)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, buf.getvalue()
+    """Run the CLI in this process; return (exit code, stdout and stderr together)."""
+    code, out, err = run_cli_in_process(argv)
+    return code, out + err
 
 
 def _run_as_nobody(argv: list[str]) -> tuple[int, str]:
-    """Run the CLI in a forked child that has dropped to `nobody` with setuid.
-
-    A fork, not a fresh interpreter: the interpreter, the venv and the checkout may
-    live where `nobody` cannot read (/root here; a 0700 clone under /tmp in CI), so
-    `nobody` can import nothing new. The caller first runs the same commands in this
-    process (as root, on a throwaway copy) so that every module they use is already
-    imported when the child forks.
-    """
-    import pwd
-
-    nobody = pwd.getpwnam("nobody")
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: never returns into pytest
-        code = 99
-        try:
-            os.close(rfd)
-            try:
-                os.setgroups([])
-                os.setgid(nobody.pw_gid)
-                os.setuid(nobody.pw_uid)
-            except OSError as exc:
-                os.write(wfd, f"cannot drop to nobody: {exc}".encode())
-                code = NOBODY_SETUID_FAILED
-            else:
-                code, text = _run_in_process(argv)
-                if os.geteuid() != nobody.pw_uid:
-                    code, text = 99, f"still euid {os.geteuid()}"
-                os.write(wfd, text.encode())
-        except BaseException as exc:  # report anything to the parent, never return
-            os.write(wfd, f"child failed: {exc!r}".encode())
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    with os.fdopen(rfd, encoding="utf-8", errors="replace") as fh:
-        text = fh.read()
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code == NOBODY_SETUID_FAILED:
-        pytest.skip(text)
-    return code, text
+    """Run the CLI as `nobody` in a forked child (see pitstop_testing.run_cli_as_nobody)."""
+    code, out, err = run_cli_as_nobody(argv)
+    return code, out + err
 
 
 def _writable_by_everyone(root: Path) -> None:
