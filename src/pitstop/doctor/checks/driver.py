@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pitstop.doctor import remedies
@@ -23,6 +24,12 @@ from pitstop.doctor.data import (
     driver_supports,
     parse_version,
     toolkit_driver,
+)
+from pitstop.doctor.requirements import (
+    Requirement,
+    evaluate_marker,
+    parse_requirement,
+    satisfies,
 )
 from pitstop.findings import Remedy
 
@@ -242,23 +249,78 @@ def cuda_init(facts: Facts) -> Outcome:
                    Remedy.shell(remedies.driver_install(facts)), **ev)
 
 
+def cuda_requirements(t: dict[str, Any]) -> list[tuple[Requirement, bool | None]]:
+    """torch's ``nvidia-*`` requirements and whether each applies here (``None``: its
+    marker names something the facts do not know, e.g. the architecture)."""
+    env = t.get("marker_environment") or {}
+    lines = t.get("requires_dist")
+    if lines is None:  # a facts document from before requires_dist: its exact pins
+        return [(Requirement(k, f"=={v}", "", f"{k}=={v}"), True)
+                for k, v in sorted((t.get("pins") or {}).items())]
+    out = []
+    for line in lines:
+        req = parse_requirement(str(line))
+        if req is not None and req.name.startswith("nvidia-"):
+            out.append((req, evaluate_marker(req.marker, env)))
+    return out
+
+
+def _pip_arg(req: Requirement) -> str:
+    arg = f"{req.name}{req.specifier}"
+    return arg if re.fullmatch(r"[A-Za-z0-9._=-]+", arg) else f"'{arg}'"
+
+
 @check("DR008", "driver", 40)
 def cuda_libs_match_pins(facts: Facts) -> Outcome:
     t = _torch(facts)
-    pins = t.get("pins") or {}
+    reqs = cuda_requirements(t)
     libs = t.get("cuda_libs") or {}
-    if not pins:
-        raise NotApplicable("torch pins no nvidia-* CUDA library wheels (CPU, conda or source "
-                            "build)")
-    checked = {k: v for k, v in pins.items() if k in libs}
-    wrong = {k: {"torch_wants": v, "installed": libs[k]} for k, v in checked.items()
-             if libs[k] != v}
-    missing = sorted(k for k in pins if k not in libs)
-    ev = {"pinned": len(pins), "matching": len(checked) - len(wrong), "mismatched": wrong,
-          "missing": missing}
+    if not reqs:
+        raise NotApplicable("torch requires no nvidia-* CUDA library wheels (CPU, conda or "
+                            "source build)")
+    applying = [(r, a) for r, a in reqs if a is not False]
+    if not applying:
+        raise NotApplicable(f"none of torch's {len(reqs)} nvidia-* requirements applies to "
+                            "this platform (their markers exclude it)")
+    wrong: dict[str, dict[str, Any]] = {}
+    missing: list[Requirement] = []
+    undecided: list[str] = []
+    matching = 0
+    for req, applies in applying:
+        have = libs.get(req.name)
+        fits = satisfies(have, req.specifier) if have is not None else None
+        if have is None:
+            (undecided.append(req.name) if applies is None else missing.append(req))
+        elif fits is False:
+            wrong[req.name] = {"torch_wants": req.specifier, "installed": have}
+        elif fits is None:
+            undecided.append(req.name)
+        else:
+            matching += 1
+    env = t.get("marker_environment") or {}
+    ev: dict[str, Any] = {"torch": t.get("version"), "required": len(applying),
+                          "matching": matching, "mismatched": wrong,
+                          "missing": [r.name for r in missing],
+                          "not_for_this_platform": len(reqs) - len(applying),
+                          "platform_machine": env.get("platform_machine")}
+    if undecided:
+        ev["undecided"] = sorted(undecided)
     if not wrong and not missing:
-        return ok(f"all {len(pins)} nvidia-* CUDA library wheels match torch's pins", **ev)
-    fix = "pip install " + " ".join(f"{k}=={pins[k]}" for k in sorted([*wrong, *missing]))
-    return warning(f"{len(wrong)} CUDA library wheel(s) differ from torch's pins, "
-                   f"{len(missing)} missing (another package replaced them)",
-                   Remedy.shell(fix, "pins exactly what the torch wheel was tested with"), **ev)
+        extra = (f"; {len(undecided)} not decided ({', '.join(sorted(undecided))}: their "
+                 "markers need values the facts lack)") if undecided else ""
+        return ok(f"all {matching} nvidia-* CUDA library wheels torch {t.get('version')} "
+                  f"requires are installed at the versions it pins{extra}", **ev)
+    bad = [r for r, _ in applying if r.name in wrong] + missing
+    fix = "pip install " + " ".join(_pip_arg(r) for r in sorted(bad, key=lambda r: r.name))
+    parts = []
+    if wrong:
+        parts.append(f"{len(wrong)} differ from torch's pins (" + ", ".join(
+            f"{k} {v['installed']}, torch wants {v['torch_wants']}" for k, v in wrong.items())
+                     + ")")
+    if missing:
+        parts.append(f"{len(missing)} missing ({', '.join(r.name for r in missing)})")
+    return warning(f"of the {len(applying)} nvidia-* CUDA library wheels torch "
+                   f"{t.get('version')} requires, " + " and ".join(parts)
+                   + ": another package or an old requirements file replaced them",
+                   Remedy.shell(fix, "installs exactly what the torch wheel was built and "
+                                "tested with"), **ev)
