@@ -439,7 +439,8 @@ def test_a_crashing_check_becomes_unknown(facts_of) -> None:
 def test_readahead_only_judged_for_spinning_disks(facts_of) -> None:
     r = one(facts_of("lvm-hdd"), "DR035")
     assert r.status == "warning" and r.evidence == {"device": "dm-0", "read_ahead_kb": 128,
-                                                    "wanted_kb": 4096}
+                                                    "wanted_kb": 4096, "under": "spinning disk"}
+    assert "spinning disk" in r.summary
     assert r.remedy is not None and "pitstop system apply --only readahead" in r.remedy.text
     assert one(facts_of("rtx4090-workstation"), "DR035").not_applicable
 
