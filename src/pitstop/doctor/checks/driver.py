@@ -18,6 +18,7 @@ from pitstop.doctor.checks.base import (
     warning,
 )
 from pitstop.doctor.checks.gpuinfo import driver_version, nvml_ok, pci_gpus
+from pitstop.doctor.checks.kernel_module import module_cause
 from pitstop.doctor.data import (
     CUDA_MINOR_COMPAT_MIN_DRIVER,
     cuda_major_minor,
@@ -75,6 +76,14 @@ def gpu_without_driver(facts: Facts) -> Outcome:
                            "docker run --gpus all ...   # or --runtime=nvidia\n"
                            "# on the host: reinstall the user-space driver matching the module\n"
                            "sudo apt install --reinstall libnvidia-ml1 nvidia-smi"), **ev)
+    cause = module_cause(facts)
+    if cause is not None:
+        # The driver is installed; its module is what is wrong (DR009 has the details).
+        ev["cause"] = cause.kind
+        return problem(f"{len(gpus)} NVIDIA GPU(s) on the PCI bus but no working NVIDIA driver: "
+                       f"{cause.clause} (DR009)",
+                       Remedy.shell(cause.fix, "needs root; the module loads without a reboot "
+                                    "unless noted"), **ev)
     return problem(f"{len(gpus)} NVIDIA GPU(s) on the PCI bus but no working NVIDIA driver",
                    Remedy.shell(remedies.driver_install(facts),
                                 "needs root and a reboot; the desktop session restarts"), **ev)
@@ -89,6 +98,11 @@ def nouveau_loaded(facts: Facts) -> Outcome:
           "gpus_driven_by_nouveau": sum(1 for g in gpus if g.get("driver") == "nouveau")}
     if not mods.get("nouveau_loaded"):
         return ok("nouveau is not loaded", **ev)
+    cause = module_cause(facts)
+    if cause is not None and cause.kind == "nouveau-holds-gpu":
+        return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU "
+                       "(the NVIDIA module is installed; DR009)",
+                       Remedy.shell(cause.fix, "needs root and a reboot"), **ev)
     return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU",
                    Remedy.shell(remedies.driver_install(facts),
                                 "needs root and a reboot; the desktop session restarts"), **ev)
