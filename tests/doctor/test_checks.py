@@ -449,6 +449,10 @@ def test_memlock_with_rdma(facts_of) -> None:
     facts = facts_of("docker-shm64")
     assert one(facts, "DR055").not_applicable
     facts["kernel_modules"]["infiniband_devices"] = ["mlx5_0", "mlx5_1"]
+    # the host's RDMA devices show in sysfs, but the container has no verbs nodes
+    r = one(facts, "DR055")
+    assert r.not_applicable and "not passed into this container" in r.summary
+    facts["kernel_modules"]["rdma_dev_nodes"] = ["rdma_cm", "uverbs0", "uverbs1"]
     r = one(facts, "DR055")
     assert r.status == "warning" and r.evidence["memlock_soft"] == "8 MiB"
     assert r.remedy is not None and "--ulimit memlock=-1:-1" in r.remedy.text
