@@ -259,7 +259,14 @@ def cuda_init(facts: Facts) -> Outcome:
     if pci_gpus(facts) == [] and not nvml_ok(facts):
         raise NotApplicable("no NVIDIA GPU: CUDA cannot initialise, as expected")
     ev["cuda_error"] = rt.get("cuda_error")
-    return problem(f"torch cannot initialise CUDA: {rt.get('cuda_error') or 'is_available() is False'}",
+    error = rt.get("cuda_error") or "is_available() is False"
+    cause = module_cause(facts)
+    if cause is not None:
+        ev["cause"] = cause.kind
+        return problem(f"torch cannot initialise CUDA: {error} ({cause.clause}: DR009)",
+                       Remedy.shell(cause.fix, "needs root; the module loads without a reboot "
+                                    "unless noted"), **ev)
+    return problem(f"torch cannot initialise CUDA: {error}",
                    Remedy.shell(remedies.driver_install(facts)), **ev)
 
 
