@@ -113,7 +113,7 @@ def test_driver535_cu128_fixture_points_to_cuda_repo(facts_of) -> None:
     assert r.status == "warning"
     assert r.remedy is not None
     assert "cuda-keyring" in r.remedy.text and "debian12" in r.remedy.text
-    assert "download.pytorch.org/whl/cu118" in r.remedy.text
+    assert "torch==2.8.0 --index-url https://download.pytorch.org/whl/cu129" in r.remedy.text
 
 
 def test_cudnn_mismatch_and_missing(facts_of) -> None:
