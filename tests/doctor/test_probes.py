@@ -302,3 +302,36 @@ def test_container_detection_is_shared_and_lists_every_signal(tmp_path: Path) ->
     assert nspawn.runtime == "systemd-nspawn"
     podman = detect_container(tree("podman", {}), {"container": "podman"})
     assert podman.runtime == "podman" and podman.in_container
+
+
+def test_recorded_torch_runtime_stands_in_for_the_import(tmp_path: Path) -> None:
+    from pitstop.doctor.probes import python as pyprobe
+
+    t = gen.Tree(tmp_path)
+    gen.python_env(t, py="3.11.2", glibc="2.36", wheel=gen.TORCH_251)
+    ctx = ProbeContext(sysroot=Sysroot.of(tmp_path), data_path="/", environ={},
+                       import_torch=True)
+    out = pyprobe.probe_torch(ctx)
+    # --torch under a sysroot never imports this machine's torch
+    assert "runtime" not in out and "torch_runtime.json" in out["runtime_missing"]
+    t.json("/pitstop-recorded/torch_runtime.json", {"num_threads": 3, "cuda_available": False})
+    ctx = ProbeContext(sysroot=Sysroot.of(tmp_path), data_path="/", environ={})
+    out = pyprobe.probe_torch(ctx)
+    assert out["runtime"] == {"num_threads": 3, "cuda_available": False}
+    assert out["runtime_recorded"] is True
+
+
+def test_the_architecture_for_markers(tmp_path: Path) -> None:
+    from pitstop.doctor.probes import python as pyprobe
+
+    t = gen.Tree(tmp_path)
+    gen.python_env(t, py="3.12.3", glibc="2.39", wheel=gen.TORCH_280)
+    ctx = ctx_for(tmp_path)
+    out = pyprobe.probe_torch(ctx)
+    env = out["marker_environment"]
+    assert (env["platform_machine"], env["machine_source"]) == ("x86_64", "torch's WHEEL tag")
+    assert env["python_version"] == "3.12" and len(out["pins"]) == 14
+    assert len(out["requires_dist"]) == len(gen.TORCH_280.requires)
+    gen.python_env(t, py="3.12.3", glibc="2.39", wheel=gen.TORCH_280, machine="aarch64")
+    out = pyprobe.probe_torch(ctx_for(tmp_path))
+    assert out["marker_environment"]["platform_machine"] == "aarch64" and out["pins"] == {}

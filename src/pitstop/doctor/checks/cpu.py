@@ -110,17 +110,18 @@ def usable_cpus(cpu: dict[str, Any]) -> tuple[float, str]:
 
 
 def _thread_setting(facts: Facts) -> tuple[int | None, str]:
-    """The intra-op thread count training will use, if the facts say: torch's own count
-    (recorded with --torch), else OMP_NUM_THREADS."""
-    rt = (facts.get("torch") or {}).get("runtime") or {}
-    if isinstance(rt.get("num_threads"), int):
-        return rt["num_threads"], f"torch.get_num_threads()={rt['num_threads']}"
+    """The intra-op thread count training will use, if the facts say: OMP_NUM_THREADS
+    (torch follows it), else torch's own count recorded with --torch."""
     env = (facts.get("environment") or {}).get("variables") or {}
     try:
         n = int(str(env.get("OMP_NUM_THREADS", "")).split(",")[0])
+        return n, f"OMP_NUM_THREADS={n}"
     except ValueError:
-        return None, ""
-    return n, f"OMP_NUM_THREADS={n}"
+        pass
+    rt = (facts.get("torch") or {}).get("runtime") or {}
+    if isinstance(rt.get("num_threads"), int):
+        return rt["num_threads"], f"torch.get_num_threads()={rt['num_threads']}"
+    return None, ""
 
 
 def _scheduler(facts: Facts) -> str | None:

@@ -245,6 +245,8 @@ def cuda_init(facts: Facts) -> Outcome:
     if not rt:
         if not nvml_ok(facts) and pci_gpus(facts) == []:
             raise NotApplicable("no NVIDIA GPU on the PCI bus")
+        if t.get("runtime_missing"):
+            raise CannotCheck(str(t["runtime_missing"]))
         raise CannotCheck("not imported: run `pitstop doctor --torch` to initialise CUDA in a "
                           "subprocess")
     if "error" in rt or "import_error" in rt:

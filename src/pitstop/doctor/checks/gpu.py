@@ -19,7 +19,7 @@ from pitstop.doctor.checks.base import (
     warning,
 )
 from pitstop.doctor.checks.gpu_access import gpus_given, in_use
-from pitstop.doctor.checks.gpuinfo import busy, nvml_gpus, pci_gpus, per_gpu, subject
+from pitstop.doctor.checks.gpuinfo import busy, pci_gpus, per_gpu, subject
 from pitstop.doctor.data import clock_event_names, pcie_bandwidth_gbps
 from pitstop.findings import Remedy
 

@@ -138,9 +138,10 @@ def in_use(facts: Facts, gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 break  # CUDA stops at the first invalid index
             hit = gpus[int(item)]
         elif item.startswith("GPU-"):
-            hit = next((g for g in gpus if str(g.get("uuid") or "").startswith(item)), None)
-            if hit is None:
+            found = [g for g in gpus if str(g.get("uuid") or "").startswith(item)]
+            if not found:
                 break
+            hit = found[0]
         else:
             return gpus
         if hit not in picked:

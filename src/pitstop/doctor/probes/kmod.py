@@ -134,7 +134,7 @@ def secure_boot(sr: Sysroot) -> dict[str, Any]:
         # MokListRT holds EFI signature lists whose entries carry the DER certificates.
         keys.append({"path": key, "enrolled": None if mok is None else der in mok})
     return {"efi": efi, "enabled": enabled, "lockdown": m.group(1) if m else None,
-            "sig_enforce": {"Y": True, "N": False}.get(sig or "", None),
+            "sig_enforce": {"Y": True, "N": False}.get(sig or ""),
             "mok_list_readable": mok is not None, "signing_keys": keys}
 
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from pitstop.doctor.probes import ProbeContext
-
 from pitstop.doctor.requirements import evaluate_marker, normalize, parse_requirement
 
 # Every installed distribution with this prefix is read: torch pins 11-15 of them
@@ -219,8 +218,7 @@ def marker_environment(ctx: ProbeContext, py: dict[str, Any],
         "python_version": ".".join(version.split(".")[:2]) or None,
         "python_full_version": version or None,
         "implementation_name": impl,
-        "platform_python_implementation": {"cpython": "CPython", "pypy": "PyPy"}.get(
-            str(impl), None),
+        "platform_python_implementation": {"cpython": "CPython", "pypy": "PyPy"}.get(str(impl)),
         "platform_system": "Linux",
         "sys_platform": "linux",
         "os_name": "posix",
