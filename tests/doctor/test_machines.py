@@ -159,3 +159,14 @@ def test_ignore_skips_checks(pitstop_cli: Any) -> None:
     assert not {"DR040", "DR041", "DR042", "DR052"} & {c["code"] for c in doc["checks"]}
     r = pitstop_cli("doctor", "--ignore", "DR999")
     assert r.returncode == 2 and "DR999" in r.stderr
+
+
+def test_torch_flag_reads_the_recorded_runtime(pitstop_cli: Any) -> None:
+    _, doc = doctor_json(pitstop_cli, "docker-shm64", "--torch")
+    assert doc["facts"]["torch"]["runtime_recorded"] is True
+    statuses = {c["code"]: c["status"] for c in doc["checks"]}
+    assert statuses["DR007"] == "ok" and statuses["DR044"] == "problem"
+    _, doc = doctor_json(pitstop_cli, "cloud-vm-ebs", "--torch")
+    dr007 = next(c for c in doc["checks"] if c["code"] == "DR007")
+    assert dr007["status"] == "unknown" and "no pitstop-recorded/torch_runtime.json" in \
+        dr007["summary"]

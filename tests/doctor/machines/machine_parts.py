@@ -102,6 +102,7 @@ def nvml(driver: str, cuda: str, gpus: list[dict], origin: str) -> dict:
 class Tree:
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.notes: list[str] = []  # where values came from, for ORIGIN.txt
 
     def file(self, path: str, text: str = "") -> None:
         p = self.root / path.lstrip("/")
@@ -316,6 +317,7 @@ def python_env(t: Tree, *, py: str, glibc: str, wheel: TorchWheel | None,
         rec["machine"] = machine
     t.json("/pitstop-recorded/python.json", rec)
     dists = {"numpy": "2.2.6", **(extra_dists or {})}
+    pinned: list[str] = []
     if wheel is not None:
         pyver = py.rsplit(".", 1)[0].replace(".", "")
         t.file(f"{site}/torch-{wheel.version}.dist-info/METADATA",
@@ -342,6 +344,11 @@ def python_env(t: Tree, *, py: str, glibc: str, wheel: TorchWheel | None,
             m = re.match(r"(nvidia-[a-z0-9-]+)\s*\(?==([0-9.]+)\)?\s*;(.*)$", req)
             if m and "x86_64" in m.group(3):
                 dists[m.group(1)] = m.group(2)
+                pinned.append(m.group(1))
+    if wheel is not None:
+        t.notes.append(f"torch wheel: {wheel.origin}; its Requires-Dist written verbatim, and "
+                       f"the {len(pinned)} nvidia-* wheels it pins for Linux x86_64 installed at "
+                       "the pinned versions" + (f", except: {installed}" if installed else ""))
     for name, version in (installed or {}).items():
         if version is None:
             dists.pop(name, None)

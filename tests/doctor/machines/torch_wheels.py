@@ -12,10 +12,12 @@ spelling, read with ``pip install --dry-run --no-deps --report`` (pip 23.2.1, 20
   torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl
   (sha256 b2aca0939fb7e4d842561febbd4ffda67a8e958ff725c1c27e244e85e982173c)
 
-The nvidia-* lines are the ``PYTORCH_EXTRA_INSTALL_REQUIREMENTS`` string of pytorch's
-``.github/scripts/generate_binary_build_matrix.py`` for that release's CUDA version,
-which every CPython wheel of the release carries. The CPU build (``+cpu`` from
-download.pytorch.org/whl/cpu) carries no nvidia-* requirement; its list is written by hand.
+The nvidia-* lines come from the ``PYTORCH_EXTRA_INSTALL_REQUIREMENTS`` table of pytorch's
+``.github/scripts/generate_binary_build_matrix.py`` (one string per CUDA version, the
+same for every CPython wheel of a release; a stored snapshot of that file lists the same
+libraries for CUDA 12.6/12.8 with pre-release versions). The CPU build (``+cpu`` from
+download.pytorch.org/whl/cpu) carries no nvidia-* requirement; its other lines are
+written by hand.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ TORCH_251 = TorchWheel(
         "opt-einsum (>=3.3) ; extra == 'opt-einsum'",
         "optree (>=0.12.0) ; extra == 'optree'",
     ),
-    'torch 2.5.1 (CUDA 12.4) METADATA on PyPI, torch-2.5.1-cp311-cp311-manylinux1_x86_64.whl')
+    'torch 2.5.1 (CUDA 12.4): METADATA of https://files.pythonhosted.org/packages/d1/35/e8b2daf02ce933e4518e6f5682c72fd0ed66c15910ea1fb4168f442b71c4/torch-2.5.1-cp311-cp311-manylinux1_x86_64.whl (read with pip install --dry-run --report)')
 
 TORCH_280 = TorchWheel(
     '2.8.0', '12.8', '2.4', 'manylinux_2_28_x86_64',
@@ -93,7 +95,7 @@ TORCH_280 = TorchWheel(
         'opt-einsum>=3.3; extra == "opt-einsum"',
         'pyyaml; extra == "pyyaml"',
     ),
-    'torch 2.8.0 (CUDA 12.8) METADATA on PyPI, torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl')
+    'torch 2.8.0 (CUDA 12.8): METADATA of https://files.pythonhosted.org/packages/99/a8/6acf48d48838fb8fe480597d98a0668c2beb02ee4755cc136de92a0a956f/torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl (read with pip install --dry-run --report)')
 
 TORCH_270_CPU = TorchWheel(
     "2.7.0+cpu", None, "2.1", "linux_x86_64",
