@@ -190,6 +190,12 @@ def test_cuda_libs_markers_decide_what_applies(facts_of) -> None:
     env["platform_machine"] = None  # unknown architecture: undecided, never "missing"
     r = one(facts, "DR008")
     assert r.status == "ok" and len(r.evidence["undecided"]) == 12 and r.evidence["missing"] == []
+    # ... unless its siblings under the same marker are installed: then it held.
+    facts = facts_of("rtx4090-workstation")
+    facts["torch"]["marker_environment"]["platform_machine"] = None
+    del facts["torch"]["cuda_libs"]["nvidia-nvtx-cu12"]
+    r = one(facts, "DR008")
+    assert r.status == "warning" and r.evidence["missing"] == ["nvidia-nvtx-cu12"]
 
 
 def test_cuda_libs_from_facts_without_requires_dist(facts_of) -> None:

@@ -169,3 +169,14 @@ def test_when_dr009_does_not_apply(facts_of) -> None:
 ])
 def test_kernel_flavour(release: str, flavour: str | None) -> None:
     assert kernel_flavour(release) == flavour
+
+
+def test_running_kernel_from_proc_version_and_the_older_efi_interface(tmp_path: Path) -> None:
+    t = parts.Tree(tmp_path)
+    t.file("/proc/version", "Linux version 6.1.0-37-amd64 (debian-kernel@lists.debian.org) "
+           "(gcc-12 (Debian 12.2.0-14) 12.2.0) #1 SMP PREEMPT_DYNAMIC Debian 6.1.140-1")
+    t.bytes("/sys/firmware/efi/vars/SecureBoot-8be4df61-93ca-11d2-aa0d-e1f7a1d1a1c8/data",
+            b"\x01")
+    nm = probe(tmp_path)
+    assert nm["running_kernel"] == "6.1.0-37-amd64"
+    assert nm["secure_boot"]["enabled"] is True

@@ -329,7 +329,8 @@ def test_the_architecture_for_markers(tmp_path: Path) -> None:
     ctx = ctx_for(tmp_path)
     out = pyprobe.probe_torch(ctx)
     env = out["marker_environment"]
-    assert (env["platform_machine"], env["machine_source"]) == ("x86_64", "torch's WHEEL tag")
+    assert env["platform_machine"] == "x86_64"
+    assert env["machine_source"] == "the WHEEL tag of torch-2.8.0.dist-info"
     assert env["python_version"] == "3.12" and len(out["pins"]) == 14
     assert len(out["requires_dist"]) == len(gen.TORCH_280.requires)
     gen.python_env(t, py="3.12.3", glibc="2.39", wheel=gen.TORCH_280, machine="aarch64")

@@ -301,6 +301,11 @@ def cuda_libs_match_pins(facts: Facts) -> Outcome:
     if not reqs:
         raise NotApplicable("torch requires no nvidia-* CUDA library wheels (CPU, conda or "
                             "source build)")
+    # A marker the facts cannot evaluate (the architecture unknown) held when pip
+    # installed it if a requirement with the same marker is installed: then its
+    # siblings apply too, and an absent one is missing.
+    held = {r.marker for r, a in reqs if a is None and r.name in libs}
+    reqs = [(r, True if a is None and r.marker in held else a) for r, a in reqs]
     applying = [(r, a) for r, a in reqs if a is not False]
     if not applying:
         raise NotApplicable(f"none of torch's {len(reqs)} nvidia-* requirements applies to "

@@ -23,6 +23,7 @@ import re
 from typing import Any
 
 from pitstop.doctor.probes import ProbeContext
+from pitstop.hostinfo.kernel_text import kernel_release
 from pitstop.sysroot import Sysroot
 
 MODULE_DIRS = ("updates/dkms", "updates", "extra", "kernel/drivers/video")
@@ -30,6 +31,7 @@ DKMS_TREE = "/var/lib/dkms"
 EFI_GLOBAL = "8be4df61-93ca-11d2-aa0d-e1f7a1d1a1c8"  # EFI_GLOBAL_VARIABLE
 SHIM_LOCK = "605dab50-e046-4300-abb6-3dd810dd8b23"  # shim's MOK variables
 SECURE_BOOT_VAR = f"/sys/firmware/efi/efivars/SecureBoot-{EFI_GLOBAL}"
+SECURE_BOOT_SYSFS = f"/sys/firmware/efi/vars/SecureBoot-{EFI_GLOBAL}/data"
 MOK_LIST_PATHS = (f"/sys/firmware/efi/efivars/MokListRT-{SHIM_LOCK}",
                   "/sys/firmware/efi/mok-variables/MokListRT")
 MOK_KEYS = ("/var/lib/dkms/mok.pub", "/var/lib/shim-signed/mok/MOK.der")
@@ -118,8 +120,14 @@ def secure_boot(sr: Sysroot) -> dict[str, Any]:
     """Secure Boot state as the firmware and kernel expose it (``None``: not readable)."""
     efi = sr.exists("/sys/firmware/efi")
     raw = _read_bytes(sr, SECURE_BOOT_VAR)
-    # efivarfs files are 4 bytes of attributes, then the value: 1 byte, 1 = enabled.
-    enabled: bool | None = (raw[4] == 1) if raw is not None and len(raw) >= 5 else None
+    enabled: bool | None = None
+    if raw is not None and len(raw) >= 5:
+        enabled = raw[4] == 1  # efivarfs: 4 bytes of attributes, then the 1-byte value
+    else:
+        # The older sysfs interface: the value alone in .../vars/SecureBoot-GUID/data.
+        data = _read_bytes(sr, SECURE_BOOT_SYSFS) or b""
+        if len(data) == 1:
+            enabled = data[0] == 1
     if not efi:
         enabled = False  # legacy BIOS boot: there is no Secure Boot
     lockdown = sr.read_text("/sys/kernel/security/lockdown")
@@ -140,7 +148,7 @@ def secure_boot(sr: Sysroot) -> dict[str, Any]:
 
 def probe(ctx: ProbeContext) -> dict[str, Any]:
     sr = ctx.sysroot
-    running = sr.read_text("/proc/sys/kernel/osrelease")
+    running = kernel_release(sr)
     root = _modules_root(sr)
     kernels: dict[str, Any] = {}
     if root is not None:

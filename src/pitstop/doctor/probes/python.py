@@ -29,6 +29,7 @@ from typing import Any
 
 from pitstop.doctor.probes import ProbeContext
 from pitstop.doctor.requirements import evaluate_marker, normalize, parse_requirement
+from pitstop.hostinfo.kernel_text import kernel_release
 
 # Every installed distribution with this prefix is read: torch pins 11-15 of them
 # (cuBLAS, cuDNN, NCCL, cuFFT, cuSPARSELt, cuFile, ...), and the set changes per release.
@@ -190,28 +191,39 @@ def _wheel_arch(dist_info: Path) -> str | None:
     return None
 
 
-def _cpuinfo_arch(ctx: ProbeContext) -> str | None:
-    """The architecture a recorded ``/proc/cpuinfo`` describes (x86 lists ``flags``,
-    arm64 ``Features`` and ``CPU architecture: 8``)."""
-    arch = ctx.sysroot.read_text("/proc/sys/kernel/arch")
+def _recorded_arch(ctx: ProbeContext) -> tuple[str | None, str]:
+    """The architecture a recorded machine shows: ``/proc/sys/kernel/arch``, its
+    ``/proc/cpuinfo`` (x86 lists ``flags`` with ``lm``, arm64 ``CPU architecture: 8``),
+    or the kernel release (Debian ``-amd64``/``-arm64``, Red Hat ``.x86_64``)."""
+    sr = ctx.sysroot
+    arch = sr.read_text("/proc/sys/kernel/arch")
     if arch:
-        return arch
-    text = ctx.sysroot.read_text("/proc/cpuinfo") or ""
+        return arch, "/proc/sys/kernel/arch"
+    text = sr.read_text("/proc/cpuinfo") or ""
     if re.search(r"^flags\s*:.*\blm\b", text, re.MULTILINE):
-        return "x86_64"
+        return "x86_64", "/proc/cpuinfo"
     if re.search(r"^CPU architecture\s*:\s*8", text, re.MULTILINE):
-        return "aarch64"
-    return None
+        return "aarch64", "/proc/cpuinfo"
+    release = kernel_release(sr) or ""
+    for word, arch in (("amd64", "x86_64"), ("x86_64", "x86_64"), ("arm64", "aarch64"),
+                       ("aarch64", "aarch64")):
+        if re.search(rf"[-.]{word}$", release):
+            return arch, "the kernel release"
+    return None, ""
 
 
-def marker_environment(ctx: ProbeContext, py: dict[str, Any],
-                       torch_dist: Path | None) -> dict[str, str | None]:
-    """PEP 508 marker values of the inspected interpreter (``None``: unknown)."""
+def marker_environment(ctx: ProbeContext, py: dict[str, Any], torch_dist: Path | None,
+                       other_dists: list[Path] | None = None) -> dict[str, str | None]:
+    """PEP 508 marker values of the inspected interpreter (``None``: unknown). The
+    architecture comes from the interpreter, else the WHEEL tag of torch or of an
+    installed nvidia-* wheel, else (a recorded machine) its procfs."""
     machine, source = py.get("machine") or py.get("platform_machine"), "the interpreter"
-    if not machine and torch_dist is not None:
-        machine, source = _wheel_arch(torch_dist), "torch's WHEEL tag"
+    for dist in ([torch_dist] if torch_dist else []) + (other_dists or []):
+        if machine:
+            break
+        machine, source = _wheel_arch(dist), f"the WHEEL tag of {dist.name}"
     if not machine and not ctx.live:
-        machine, source = _cpuinfo_arch(ctx), "/proc/cpuinfo"
+        machine, source = _recorded_arch(ctx)
     version = str(py.get("version") or "")
     impl = py.get("implementation")
     return {
@@ -224,7 +236,7 @@ def marker_environment(ctx: ProbeContext, py: dict[str, Any],
         "os_name": "posix",
         "platform_machine": machine or None,
         "machine_source": source if machine else None,
-        "platform_release": ctx.sysroot.read_text("/proc/sys/kernel/osrelease"),
+        "platform_release": kernel_release(ctx.sysroot),
         "extra": "",  # the base install: optional extras are not requirements
     }
 
@@ -252,7 +264,8 @@ def probe_torch(ctx: ProbeContext) -> dict[str, Any]:
             break
     if "torch" in dists:
         version, requires = read_metadata(dists["torch"])
-        env = marker_environment(ctx, _python_facts(ctx), dists["torch"])
+        env = marker_environment(ctx, _python_facts(ctx), dists["torch"],
+                                 [p for n, p in sorted(dists.items()) if n != "torch"])
         out.update(installed=True, version=version, requires_dist=requires,
                    marker_environment=env, pins=_pins(requires, env))
     if torch_dir is not None:
