@@ -26,6 +26,8 @@ def probe(root: Path) -> dict:
     ("nvidia.ko.gz", True), ("nvidia-uvm.ko", False), ("nvidia_drm.ko", False),
     ("nvidia-current-modeset.ko.xz", False), ("nvidia-peermem.ko", False),
     ("nvidia-fs.ko", False), ("nouveau.ko.xz", False), ("nvidia.o", False),
+    ("nvidiafb.ko.xz", False), ("nvidia-wmi-ec-backlight.ko.xz", False),
+    ("nvidia-tesla-535.ko", True),
 ])
 def test_main_module_file_names(name: str, main: bool) -> None:
     assert kmod.is_main_module(name) is main
@@ -56,6 +58,7 @@ def test_modules_dep_finds_a_module_in_any_directory(tmp_path: Path) -> None:
     t.file("/proc/sys/kernel/osrelease", "5.14.0-427.el9.x86_64")
     t.file("/lib/modules/5.14.0-427.el9.x86_64/modules.dep",
            "kernel/fs/ext4/ext4.ko.xz: kernel/fs/jbd2/jbd2.ko.xz\n"
+           "kernel/drivers/video/fbdev/nvidia/nvidiafb.ko.xz: kernel/drivers/video/vgastate.ko\n"
            "/lib/modules/5.14.0-427.el9.x86_64/weak-updates/nvidia/nvidia.ko: drm.ko\n")
     nm = probe(tmp_path)
     assert nm["kernels"]["5.14.0-427.el9.x86_64"]["nvidia_modules"] == [
@@ -180,3 +183,12 @@ def test_running_kernel_from_proc_version_and_the_older_efi_interface(tmp_path: 
     nm = probe(tmp_path)
     assert nm["running_kernel"] == "6.1.0-37-amd64"
     assert nm["secure_boot"]["enabled"] is True
+
+
+def test_nouveau_loaded_after_an_upgrade_gets_the_module_fix(facts_of) -> None:
+    facts = facts_of("kernel-upgrade-dkms")
+    facts["kernel_modules"].update(nouveau_loaded=True, nouveau_blacklisted=False)
+    r = one(facts, "DR002")
+    assert r.status == "problem" and "not built for the running kernel" in r.summary
+    assert r.remedy is not None
+    assert "sudo dkms autoinstall" in r.remedy.text and "blacklist nouveau" in r.remedy.text

@@ -368,7 +368,9 @@ def kernel_tree(t: Tree, kernel: str, *, headers: bool, nvidia: str | None = Non
     helper modules beside it."""
     base = f"/lib/modules/{kernel}"
     ext = ".ko.xz" if compressed else ".ko"
-    intree = [f"kernel/fs/ext4/ext4{ext}", f"kernel/drivers/gpu/drm/nouveau/nouveau{ext}"]
+    # in-tree modules every distribution kernel has, nvidiafb and nouveau among them
+    intree = [f"kernel/fs/ext4/ext4{ext}", f"kernel/drivers/gpu/drm/nouveau/nouveau{ext}",
+              f"kernel/drivers/video/fbdev/nvidia/nvidiafb{ext}"]
     for path in intree:
         t.file(f"{base}/{path}", "")
     dep = [f"{p}:" for p in intree]

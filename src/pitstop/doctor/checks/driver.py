@@ -103,6 +103,16 @@ def nouveau_loaded(facts: Facts) -> Outcome:
         return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU "
                        "(the NVIDIA module is installed; DR009)",
                        Remedy.shell(cause.fix, "needs root and a reboot"), **ev)
+    if cause is not None:
+        # The driver is installed but its module cannot load (DR009): that fix first,
+        # then nouveau out of the way if nothing blacklists it yet.
+        fix = cause.fix
+        if not mods.get("nouveau_blacklisted"):
+            fix += ("\nprintf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee "
+                    "/etc/modprobe.d/blacklist-nouveau.conf\nsudo update-initramfs -u && "
+                    "sudo reboot")
+        return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU "
+                       f"({cause.clause}: DR009)", Remedy.shell(fix, "needs root"), **ev)
     return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU",
                    Remedy.shell(remedies.driver_install(facts),
                                 "needs root and a reboot; the desktop session restarts"), **ev)

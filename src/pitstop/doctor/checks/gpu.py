@@ -241,9 +241,11 @@ def persistence_mode(facts: Facts) -> list[Outcome]:
         ev = {"persistence_mode": "on" if on else "off"}
         if on:
             return ok("persistence mode on", subject(gpu), **ev)
+        host = ("# a setting of the host (the node), not of this container:\n"
+                if (facts.get("container") or {}).get("in_container") else "")
         return warning("persistence mode off: every CUDA start re-initialises the GPU (seconds), "
                        "and clocks/settings reset between jobs",
-                       Remedy.shell("sudo systemctl enable --now nvidia-persistenced\n"
+                       Remedy.shell(host + "sudo systemctl enable --now nvidia-persistenced\n"
                                     "# or, until reboot: sudo nvidia-smi -pm 1\n"
                                     + remedies.system_apply("gpu-persistence")),
                        subject(gpu), **ev)

@@ -36,7 +36,9 @@ MOK_LIST_PATHS = (f"/sys/firmware/efi/efivars/MokListRT-{SHIM_LOCK}",
                   "/sys/firmware/efi/mok-variables/MokListRT")
 MOK_KEYS = ("/var/lib/dkms/mok.pub", "/var/lib/shim-signed/mok/MOK.der")
 # nvidia.ko, nvidia-current.ko.xz, nvidia-current-open.ko.zst; not the helper modules.
-_MODULE_FILE = re.compile(r"nvidia[-_a-z0-9.]*?\.ko(?:\.(?:xz|zst|gz))?")
+# (in-tree nvidiafb.ko, the framebuffer driver, and nvidia-wmi-ec-backlight.ko are not it)
+_MODULE_FILE = re.compile(r"nvidia(?:[-_][a-z0-9]+)*\.ko(?:\.(?:xz|zst|gz))?")
+_DEP_NVIDIA = re.compile(r"^([^:\n]*nvidia[^:\n/]*\.ko[^:\n]*):", re.MULTILINE)
 _HELPERS = ("uvm", "modeset", "drm", "peermem", "vgpu", "fs", "wmi", "vfio")
 
 
@@ -64,12 +66,16 @@ def modules_of_kernel(sr: Sysroot, root: str, kernel: str) -> list[str]:
                                 if d.startswith("nvidia")]
     for d in dirs:
         found += [f"{d}/{n}" for n in sr.listdir(f"{base}/{d}") if is_main_module(n)]
+    if found:
+        return sorted(set(found))
+    # Anywhere else depmod saw it. modules.dep has a line per module (about 1 MB per
+    # kernel): one regex pass finds the few that mention nvidia.
     dep = sr.read_text(f"{base}/modules.dep") or ""
-    for line in dep.splitlines():
-        path = line.split(":", 1)[0].strip()
+    for path in _DEP_NVIDIA.findall(dep) if "nvidia" in dep else []:
+        path = path.strip()
         if path.startswith("/"):  # older depmod wrote absolute paths
             path = path.split(f"/{kernel}/", 1)[-1]
-        if is_main_module(path.rsplit("/", 1)[-1]) and path not in found:
+        if is_main_module(path.rsplit("/", 1)[-1]):
             found.append(path)
     return sorted(set(found))
 
