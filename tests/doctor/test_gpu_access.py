@@ -90,8 +90,9 @@ def test_cgroup_v1_device_rules(tmp_path) -> None:
     (root / "proc/self/cgroup").write_text("11:devices:/docker/abc\n10:cpu,cpuacct:/docker/abc\n")
     d = root / "sys/fs/cgroup/devices/docker/abc"
     d.mkdir(parents=True)
-    (d / "devices.list").write_text("c 1:5 rwm\nc 195:2 rw\nc 195:255 rw\nc 195:254 rw\n"
-                                    "c 508:0 rw\n")
+    # Docker's defaults include "c *:* m" (mknod anything), which opens nothing.
+    (d / "devices.list").write_text("c *:* m\nb *:* m\nc 1:5 rwm\nc 195:2 rw\nc 195:255 rw\n"
+                                    "c 195:254 rw\nc 508:* rw\n")
     rules = device_rules(Sysroot.of(root))
     assert rules["version"] == 1 and "c 195:2 rw" in rules["rules"]
     facts = {"gpu_access": {"cgroup_devices": rules}, "container": {"in_container": True}}

@@ -61,7 +61,10 @@ def _cgroup_count(facts: Facts) -> tuple[int, str] | None:
         parts = rule.split()
         if not parts:
             continue
-        if parts[0] == "a" or (len(parts) > 1 and parts[1] in ("*:*", f"{NVIDIA_MAJOR}:*")):
+        access = parts[2] if len(parts) > 2 else "rwm"
+        opens = "r" in access or "w" in access  # "m" alone (mknod) opens nothing
+        if opens and (parts[0] == "a" or (len(parts) > 1 and parts[0] in ("c", "a") and
+                                          parts[1] in ("*:*", f"{NVIDIA_MAJOR}:*"))):
             return None  # every device allowed: no restriction
         m = re.fullmatch(rf"{NVIDIA_MAJOR}:(\d+)", parts[1]) if len(parts) > 1 else None
         if parts[0] == "c" and m and int(m.group(1)) < FIRST_CONTROL_MINOR:
