@@ -143,8 +143,14 @@ DOCS = [
        "`--gpus` (DR061), or `CUDA_VISIBLE_DEVICES` hiding all GPUs (DR074).",
        "manual: the fix depends on the error; pitstop only reports it."),
     _d("DR008", "cuda-libraries-mismatch", "CUDA library wheels differ from torch's pins", "driver", W,
-       "Compares the exact `nvidia-*==X` requirements in torch's wheel metadata with the "
-       "installed `nvidia-*` distributions (cuBLAS, cuDNN, NCCL, CUDA runtime, ...).",
+       "Reads every `nvidia-*` requirement in torch's own wheel metadata (`Requires-Dist` in "
+       "`torch-*.dist-info/METADATA`: 12 to 15 of them, cuBLAS, cuDNN, NCCL, cuFFT, cuSPARSELt, "
+       "cuFile, ...), evaluates its environment marker for the inspected interpreter "
+       "(`platform_machine == \"x86_64\"`, `python_version`, ...; the architecture from the "
+       "interpreter, torch's `WHEEL` tag or `/proc/cpuinfo`), and compares each that applies "
+       "with the installed `nvidia-*` distributions. 'Missing' is only a requirement that "
+       "applies and is not installed; one whose marker cannot be evaluated is listed as "
+       "undecided, never as missing.",
        "Another package (TensorFlow, JAX, an old requirements file) may have replaced a CUDA "
        "library with another version; torch then loads a library it was not tested with: "
        "crashes, missing symbols or slower kernels.",
@@ -152,6 +158,46 @@ DOCS = [
        "  mismatched={'nvidia-nccl-cu12': {'torch_wants': '2.21.5', 'installed': '2.18.1'}}\n```",
        "```sh\npip install nvidia-nccl-cu12==2.21.5   # the pinned versions, as printed\n```",
        "safe to run; it restores what the torch wheel declares."),
+    _d("DR009", "nvidia-module-missing-for-kernel",
+       "No loadable NVIDIA kernel module for the running kernel", "driver", P,
+       "When an NVIDIA GPU is on the PCI bus and the `nvidia` module is not loaded, looks for "
+       "the module on disk for the running kernel (`uname -r`) and for every other installed "
+       "kernel: `/lib/modules/<kernel>/updates/dkms` (DKMS; Debian names it "
+       "`nvidia-current.ko*`), `updates`, `extra`, `kernel/drivers/video` (NVIDIA's installer), "
+       "`kernel/nvidia-<branch>*` (Ubuntu's prebuilt `linux-modules-nvidia-*`) and "
+       "`modules.dep`; what DKMS built (`/var/lib/dkms/<module>/<version>/<kernel>/`); whether "
+       "the running kernel's headers are installed (`/lib/modules/<kernel>/build`, "
+       "`/usr/src/linux-headers-<kernel>`); and Secure Boot (the `SecureBoot` EFI variable, "
+       "kernel lockdown, whether the DKMS signing key is in `MokListRT`). It names the cause: "
+       "no module for this kernel (and whether its headers are missing), nouveau loaded first, "
+       "Secure Boot refusing an unsigned or unenrolled module, or a module that is simply not "
+       "loaded. DR001 quotes the same cause and fix.",
+       "DKMS builds the NVIDIA module for each kernel when that kernel is installed, and only "
+       "if its headers are there. After `apt upgrade` brings a new kernel without its headers "
+       "(or the build failed), the machine boots the new kernel, `nvidia` is missing, and every "
+       "training run silently falls back to the CPU, until the module is built for it.",
+       "```\nDR009 problem  no NVIDIA kernel module for the running kernel 6.1.0-37-amd64 (built "
+       "for 6.1.0-35-amd64); the headers of 6.1.0-37-amd64 are not installed, so DKMS could not "
+       "build it\n  running_kernel=6.1.0-37-amd64; dkms=['nvidia-current/535.247.01 built for "
+       "6.1.0-35-amd64']\n```",
+       "Debian 12/13 (DKMS):\n```sh\nsudo apt install linux-headers-$(uname -r)\n"
+       "sudo dkms autoinstall      # or: sudo apt install --reinstall nvidia-kernel-dkms\n"
+       "sudo modprobe nvidia && nvidia-smi\n"
+       "sudo apt install linux-headers-amd64   # headers follow every future kernel\n```\n"
+       "Ubuntu with Canonical's prebuilt modules:\n```sh\n"
+       "sudo apt install linux-modules-nvidia-550-$(uname -r)   # or: sudo ubuntu-drivers install\n"
+       "```\nUbuntu with DKMS: the Debian commands, or "
+       "`sudo apt install --reinstall nvidia-dkms-550`.\n\n"
+       "Module built but not loaded with Secure Boot on: enrol the DKMS signing key as a "
+       "Machine Owner Key and reboot:\n```sh\nsudo mokutil --import /var/lib/dkms/mok.pub   "
+       "# Ubuntu: /var/lib/shim-signed/mok/MOK.der\nsudo reboot   # MOK manager: Enroll MOK -> "
+       "Continue -> password\n```\nModule built but nouveau holds the GPU: blacklist nouveau "
+       "and `sudo update-initramfs -u`, then reboot.",
+       "manual: needs root; building a module takes a minute, enrolling a MOK needs a reboot "
+       "and someone at the console.",
+       "https://wiki.debian.org/NvidiaGraphicsDrivers",
+       "https://wiki.debian.org/SecureBoot#MOK_-_Machine_Owner_Key",
+       "https://ubuntu.com/server/docs/nvidia-drivers-installation"),
     # ---------------------------------------------------------------- GPU hardware
     _d("DR010", "pcie-link-degraded", "GPU PCIe link below its maximum under load", "gpu", P,
        "Compares each GPU's current PCIe generation and width (NVML) with the maximum the GPU "
@@ -169,7 +215,9 @@ DOCS = [
        "gpu", W,
        "Compares maximums only (valid at idle): the GPU's own maximum generation "
        "(`nvmlDeviceGetGpuMaxPcieLinkGeneration`, sysfs `max_link_speed`) against the link "
-       "maximum and the upstream port's `max_link_speed`/`max_link_width`.",
+       "maximum and the upstream port's `max_link_speed`/`max_link_width`. In a virtual "
+       "machine the port is the hypervisor's emulation and says nothing about the physical "
+       "slot, so there only DR010 (the link under load) judges.",
        "The slot caps the link even at full load: a Gen4 GPU in a Gen3 slot has half the copy "
        "bandwidth.",
        "```\nGPU 0: slot limits the link to Gen3; the GPU supports Gen4\n```",
@@ -239,8 +287,11 @@ DOCS = [
        "safe: a few watts more at idle."),
     _d("DR019", "gpu-used-by-other-processes", "Other processes are using the GPU", "gpu", W,
        "Lists the compute and graphics processes NVML reports on each GPU (PID, name, memory), "
-       "other than pitstop itself. In a container, processes of other PID namespaces show "
-       "without a name.",
+       "other than pitstop itself. Graphics-only processes under 2 GiB (the desktop: Xorg, "
+       "the compositor) are listed as display processes, not as competitors. With "
+       "`CUDA_VISIBLE_DEVICES` set, only the GPUs it selects are judged (on a shared node "
+       "another job's GPU is not yours). In a container, processes of other PID namespaces "
+       "show without a name.",
        "Another job shares the SMs and memory bandwidth (both runs slow down) and its memory "
        "shrinks what your batch can use.",
        "```\nGPU 0: 1 other process(es) use this GPU: pid 4242 python train_old.py 10.2 GiB\n```",
@@ -258,8 +309,9 @@ DOCS = [
        "```sh\nsudo nvidia-smi -i 0 -r   # with no process on the GPU, or reboot\n```",
        "manual: resetting a GPU stops every process on it."),
     _d("DR021", "gpu-numa-mismatch", "Process may not run on the NUMA node its GPU hangs on", "gpu", W,
-       "On multi-socket machines, reads each GPU's `numa_node` (sysfs) and the node CPU lists, "
-       "and compares them with the CPUs this process may run on.",
+       "On multi-socket machines, reads the `numa_node` (sysfs) of each GPU this process will "
+       "use (those NVML sees, narrowed by `CUDA_VISIBLE_DEVICES`) and the node CPU lists, and "
+       "compares them with the CPUs this process may run on.",
        "Pinned host buffers and DataLoader workers on the far socket make every host-device "
        "copy cross the inter-socket link: lower copy bandwidth and higher latency.",
        "```\nGPU at 0000:c1:00.0: this process may not run on NUMA node 1, where the GPU hangs\n```",
@@ -267,17 +319,31 @@ DOCS = [
        "With torchrun, bind each local rank to its GPU's node.",
        "safe: binding only changes where the process runs, not what it computes."),
     _d("DR022", "gpu-not-visible-to-driver", "GPU on the PCI bus but missing from the driver", "gpu", P,
-       "Compares the NVIDIA GPUs on the PCI bus with the GPUs NVML reports.",
+       "Compares the GPUs NVML reports (and those it lists but cannot read) with the GPUs this "
+       "process was given. The PCI bus shows the host's GPUs also inside a container, so the "
+       "expected count is the tightest of: the cgroup v1 device rules (`devices.list`, one "
+       "`c 195:N` per GPU), `NVIDIA_VISIBLE_DEVICES` (a list, `none`/`void`, or the device "
+       "plugin's `/var/run/nvidia-container-devices`), in a container its `/dev/nvidiaN` "
+       "nodes, Slurm's `SLURM_STEP_GPUS`/`SLURM_JOB_GPUS`, and `CUDA_VISIBLE_DEVICES`; "
+       "without any of them, every NVIDIA GPU on the PCI bus. The finding says which rule "
+       "decided.",
        "A GPU that fell off the bus (Xid 79) or failed to initialise is not used at all; "
        "multi-GPU jobs start with fewer ranks or fail.",
-       "```\n1 of 8 GPUs on the PCI bus are not usable by the driver\n```",
+       "```\n1 of 8 GPUs on the PCI bus are not usable by the driver\n"
+       "1 of the 2 GPUs given to this container (NVIDIA_VISIBLE_DEVICES=GPU-1f..,GPU-9c.. "
+       "(2 GPU(s))) are not usable by the driver\n```",
        "```sh\nsudo dmesg | grep -iE 'NVRM|Xid'\nsudo reboot   # a power cycle is usually needed\n```",
        "manual: a reboot or GPU reset interrupts every job on the machine."),
     # ---------------------------------------------------------------- storage
     _d("DR030", "data-on-rotational-disk", "Training data on a spinning disk", "storage", P,
        "Resolves the filesystem under `--data` through `/proc/self/mountinfo` and sysfs "
-       "(device-mapper/LVM, md RAID, loop files, partitions) to the physical disks and reads "
-       "`queue/rotational`.",
+       "(device-mapper/LVM, md RAID, loop files, partitions) to the disks and decides what "
+       "stores the data: a spinning disk is `queue/rotational=1` on a local link (SATA, SAS, "
+       "SCSI, USB). Network volumes (AWS EBS `Amazon Elastic Block Store`, GCP Persistent "
+       "Disk `PersistentDisk`/`nvme_card-pd`, Azure `MSFT NVMe Accelerator`, Ceph `rbdN`, "
+       "`nbdN`, iSCSI LUNs below a session in sysfs) are DR031's; virtual disks (virtio, Xen, "
+       "Hyper-V, VMware, QEMU) report `rotational=1` whatever stores them and are not called "
+       "spinning.",
        "A hard disk does ~100-200 random reads per second: a DataLoader reading individual "
        "image files gets a few MB/s and the GPU waits.",
        "```\ndata on a spinning disk (sda (sata HDD ST8000DM004, 7.3 TiB))\n"
@@ -287,7 +353,10 @@ DOCS = [
        "storage", W,
        "Flags the filesystem type under `--data`: nfs, cifs/smb, 9p, ceph, glusterfs, lustre, "
        "virtiofs, and FUSE filesystems (sshfs, s3fs, gcsfuse, rclone, ...); and block devices "
-       "that are network volumes (nbd, rbd, AWS EBS, GCP Persistent Disk, by their model).",
+       "that are network volumes, named as such: AWS EBS and GCP Persistent Disk / Azure "
+       "managed disks by their sysfs model, Ceph RBD and NBD devices by name, iSCSI LUNs by "
+       "their session in the sysfs path. Instance-local NVMe (`Amazon EC2 NVMe Instance "
+       "Storage`, GCP `nvme_card`) is local.",
        "Every small file costs network round trips (metadata + data); FUSE adds user-space "
        "copies. Throughput per worker is often 10-50x below a local SSD.",
        "```\ndata on a FUSE filesystem sshfs (user@host:/data)\n```",
@@ -316,12 +385,16 @@ DOCS = [
        "220 MB/s of random reads; below half of that the GPU waits for data.",
        "```\nrandom 128 KiB reads at 18 MB/s: a DataLoader at 2,000 images/s needs ~220 MB/s\n```",
        COPY_LOCAL, "manual: copying data needs space on a fast disk; pitstop only reads."),
-    _d("DR035", "data-disk-readahead-small", "Small readahead on the spinning disk under the data",
+    _d("DR035", "data-disk-readahead-small",
+       "Small readahead on the spinning disk or network volume under the data",
        "storage", W,
-       "For data on a spinning disk (or a network block device), reads `queue/read_ahead_kb` "
-       "of the device the filesystem sits on (the device-mapper/md device when stacked).",
+       "For data on a spinning disk or a network block volume (see DR030/DR031 for how each "
+       "is recognised), reads `queue/read_ahead_kb` of the device the filesystem sits on (the "
+       "device-mapper/md device when stacked). The finding says which of the two it is.",
        "The kernel default of 128 KiB makes a hard disk stop and seek every 128 KiB while a "
-       "loader streams large files or shards; a few MiB of readahead keeps it reading.",
+       "loader streams large files or shards; on a network volume it splits a sequential read "
+       "into small requests, each a round trip that counts against the volume's provisioned "
+       "IOPS. A few MiB of readahead keeps either streaming.",
        "```\nreadahead of dm-0 is 128 KiB\n```",
        "```sh\nsudo blockdev --setra 8192 /dev/dm-0   # 512-byte units: 4 MiB\n```\n"
        + _SA.format("readahead"),
@@ -361,15 +434,21 @@ DOCS = [
        "use: its affinity mask (`Cpus_allowed_list`) and its cgroup CPU quota (v2 `cpu.max`, "
        "v1 `cpu.cfs_quota_us`/`cpu.cfs_period_us`), as containers and Slurm set them.",
        "Code that sizes pools by `os.cpu_count()` (DataLoader workers, OpenMP threads) starts "
-       "far more threads than it may run: they time-share and get throttled by the quota.",
+       "far more threads than it may run: they time-share and get throttled by the quota. "
+       "Not reported when a scheduler (a Slurm job, a container runtime) handed out a CPU "
+       "affinity mask, which OpenMP and torch follow, nor under a quota that "
+       "`OMP_NUM_THREADS` (or torch's recorded thread count) already fits: the finding is "
+       "then `ok` with the hint for DataLoader workers.",
        "```\nos.cpu_count() says 64 but this process may use 8 CPUs (cgroup v2 CPU quota)\n```",
        "Size pools by the usable CPUs: `DataLoader(num_workers=7)`, `torch.set_num_threads(8)`, "
        "`export OMP_NUM_THREADS=8`; in Python, `len(os.sched_getaffinity(0))` respects "
        "affinity but not the quota.",
        "manual: sizing pools is a change to your training code or job script."),
     _d("DR044", "cpu-thread-oversubscription", "Thread counts exceed the usable CPUs", "cpu", P,
-       "Compares `OMP_NUM_THREADS`/`MKL_NUM_THREADS`/`OPENBLAS_NUM_THREADS` and (with `--torch`) "
-       "`torch.get_num_threads()` with the CPUs this process may use.",
+       "Compares `OMP_NUM_THREADS`/`MKL_NUM_THREADS`/`OPENBLAS_NUM_THREADS` and (with `--torch`, "
+       "or recorded in a sysroot's `torch_runtime.json`) `torch.get_num_threads()` with the "
+       "CPUs this process may use. With none of them known, a cgroup CPU quota below the CPU "
+       "count is a warning (OpenMP sizes its pool by the affinity mask, never by the quota).",
        "More compute threads than cores make OpenMP threads spin and wait on each other: CPU "
        "ops and data preprocessing get slower, not faster.",
        "```\nOMP_NUM_THREADS=64 but only 8 CPUs usable (cgroup v2 CPU quota)\n```",
@@ -430,7 +509,9 @@ DOCS = [
     _d("DR055", "memlock-limit-with-rdma", "Locked-memory limit too low for RDMA (NCCL over InfiniBand/RoCE)",
        "memory", W,
        "When `/sys/class/infiniband` lists RDMA devices, reads the soft `Max locked memory` "
-       "limit in `/proc/self/limits`.",
+       "limit in `/proc/self/limits`. In a container the host's devices show in sysfs too; "
+       "there they count only when their verbs nodes (`/dev/infiniband/uverbs*`) were passed "
+       "in.",
        "NCCL registers its buffers with the RDMA device, which pins (locks) them; with the "
        "common 64 KiB or 8 MiB limit registration fails and NCCL falls back to TCP sockets or "
        "aborts: multi-node all-reduce runs many times slower.",

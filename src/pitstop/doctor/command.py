@@ -22,8 +22,8 @@ def _check_args(collect: bool, from_file: str | None, sysroot: str | None, data:
         if bad:
             raise UsageError(f"--from diagnoses recorded facts; {', '.join(bad)} only apply when "
                              "collecting (run them with --collect on the machine itself)")
-    if sysroot and torch:
-        raise UsageError("--torch imports this machine's torch and cannot run against --sysroot")
+    # --torch with --sysroot reads the recorded import (pitstop-recorded/torch_runtime.json):
+    # importing this machine's torch would describe the wrong machine.
     if sysroot and not os.path.isdir(sysroot):
         raise UsageError(f"--sysroot {sysroot}: no such directory")
     if output and not (collect or as_json):
@@ -59,7 +59,8 @@ def _data_path(data: str | None, sysroot: str | None) -> str:
               help="Measure random reads under --data (4 KiB and 128 KiB, ~3 s; never writes "
                    "to your data).")
 @click.option("--torch", "import_torch", is_flag=True,
-              help="Import torch in a subprocess to test CUDA init, cuDNN and threads (+1-3 s).")
+              help="Import torch in a subprocess to test CUDA init, cuDNN and threads (+1-3 s); "
+                   "with --sysroot, read the recorded result instead.")
 @click.option("--python", "python", metavar="PATH",
               help="The Python that runs training, if not this one (its torch is inspected).")
 @click.option("--sysroot", metavar="DIR",

@@ -147,3 +147,21 @@ def memory_limit(sr: Sysroot) -> dict[str, Any]:
         if found:
             return {"version": 2, "limit_bytes": limit_b, "usage_bytes": usage}
     return {"version": None, "limit_bytes": None, "usage_bytes": None}
+
+
+def device_rules(sr: Sysroot) -> dict[str, Any]:
+    """The device-access rules of this process's cgroup.
+
+    cgroup v1 lists them in ``devices.list`` (``"c 195:0 rw"``, ``"a *:* rwm"`` for
+    "everything"); that is how Docker, Kubernetes and Slurm (``ConstrainDevices``) give a
+    job some GPUs and not others. cgroup v2 enforces them with an eBPF program that
+    cannot be read back, so there ``rules`` is ``None``.
+    """
+    v1, v2 = membership(sr)
+    if "devices" in v1:
+        for base in _v1_dirs(("/sys/fs/cgroup/devices",), v1["devices"]):
+            text = sr.read_text(f"{base}/devices.list")
+            if text is not None:
+                return {"version": 1, "path": v1["devices"], "file": f"{base}/devices.list",
+                        "rules": [line.strip() for line in text.splitlines() if line.strip()]}
+    return {"version": 2 if v2 is not None else None, "rules": None}

@@ -1,0 +1,194 @@
+"""The NVIDIA kernel module for the running kernel (DR009), and why it is not loaded.
+
+The most common way a working Debian/Ubuntu GPU machine stops working: a kernel
+upgrade whose headers were not installed, so DKMS could not build the NVIDIA module
+for the new kernel, and after the reboot ``nvidia`` is not there. DR001 sees only the
+effect ("no working driver"); :func:`module_cause` is the cause with its fix, and DR001
+quotes it so that the report shows one cause and one fix rather than two findings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pitstop.doctor import remedies
+from pitstop.doctor.checks.base import (
+    CannotCheck,
+    Facts,
+    NotApplicable,
+    Outcome,
+    check,
+    ok,
+    problem,
+    section,
+)
+from pitstop.doctor.checks.gpuinfo import driver_version, pci_gpus
+from pitstop.findings import Remedy
+
+
+@dataclass(frozen=True)
+class Cause:
+    """Why the NVIDIA module is not loaded: ``kind`` (``no-module-for-kernel``,
+    ``nouveau-holds-gpu``, ``secure-boot``, ``not-loaded``), a clause for DR001, the
+    whole summary, the fix, and the evidence."""
+
+    kind: str
+    clause: str
+    summary: str
+    fix: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def kernel_flavour(release: str) -> str | None:
+    """``6.1.0-37-cloud-amd64`` -> ``cloud-amd64``; ``6.12.38+deb13-amd64`` -> ``amd64``;
+    ``6.8.0-60-generic`` -> ``generic`` (what the headers metapackage is named after)."""
+    parts = release.split("-")
+    tail = [p for p in parts[1:] if not p[:1].isdigit()]
+    return "-".join(tail) or None
+
+
+def _branch(version: str | None) -> str | None:
+    m = re.match(r"(\d+)\.", version or "")
+    return m.group(1) if m else None
+
+
+def _rebuild_fix(facts: Facts, nm: dict[str, Any], running: str) -> str:
+    """The commands that give the running kernel an NVIDIA module, per distribution."""
+    fam = remedies.family(facts)
+    headers = (nm.get("kernels") or {}).get(running, {}).get("headers")
+    dkms = nm.get("dkms") or []
+    flavour = kernel_flavour(running)
+    prebuilt = sorted({p.split("/")[1] for k in (nm.get("kernels") or {}).values()
+                       for p in k.get("nvidia_modules", []) if p.startswith("kernel/nvidia-")})
+    lines = [f"# the running kernel {running} has no NVIDIA module: build or install it"]
+    if fam == "ubuntu" and prebuilt and not dkms:
+        pkg = prebuilt[-1].replace("srv", "-server")
+        lines += [f"sudo apt install linux-modules-{pkg}-$(uname -r)   # Canonical's signed "
+                  "prebuilt module for this kernel",
+                  "#   or let Ubuntu choose: sudo ubuntu-drivers install"]
+    else:
+        if not headers:
+            lines.append("sudo apt install linux-headers-$(uname -r)   # DKMS builds against "
+                         "the running kernel's headers")
+        lines.append("sudo dkms autoinstall   # builds every DKMS module for the running kernel")
+        mod = dkms[0]["module"] if dkms else "nvidia"
+        version = dkms[0]["version"] if dkms else driver_version(facts)
+        if fam == "ubuntu":
+            branch = _branch(version) or "550"
+            open_ = "-open" if "open" in mod else ""
+            lines.append(f"#   or: sudo apt install --reinstall nvidia-dkms-{branch}{open_}")
+        elif fam == "debian" or not fam:
+            pkg = "nvidia-open-kernel-dkms" if "open" in mod else "nvidia-kernel-dkms"
+            lines.append(f"#   or: sudo apt install --reinstall {pkg}   # Debian; rebuilds "
+                         "for every installed kernel that has headers")
+    lines.append("sudo modprobe nvidia && nvidia-smi   # or reboot")
+    if flavour and fam in ("debian", "ubuntu", ""):
+        meta = f"linux-headers-{flavour}"
+        lines.append(f"# so the next kernel upgrade brings its headers: sudo apt install {meta}")
+    return "\n".join(lines)
+
+
+def _secure_boot_fix(sb: dict[str, Any]) -> str:
+    keys = [k["path"] for k in sb.get("signing_keys") or [] if k.get("enrolled") is not True]
+    key = keys[0] if keys else "/var/lib/dkms/mok.pub"
+    return "\n".join([
+        "# Secure Boot is on: the kernel loads only modules signed by an enrolled key.",
+        f"sudo mokutil --import {key}   # the DKMS signing key (Debian: /var/lib/dkms/mok.pub, "
+        "Ubuntu: /var/lib/shim-signed/mok/MOK.der); choose a one-time password",
+        "sudo reboot   # the blue MOK manager appears: Enroll MOK -> Continue -> the password",
+        f"mokutil --test-key {key} && sudo modprobe nvidia && nvidia-smi",
+        "# (or turn Secure Boot off in the firmware setup)",
+    ])
+
+
+def module_cause(facts: Facts) -> Cause | None:
+    """Why the NVIDIA module is not loaded on this machine, when the facts tell;
+    ``None`` when it is loaded, when nothing of the driver is installed, in a container
+    (the module is the host's), or when the facts cannot say."""
+    mods = facts.get("kernel_modules") or {}
+    nm = facts.get("nvidia_module") or {}
+    if mods.get("nvidia_loaded") or "kernels" not in nm or not nm.get("modules_dir"):
+        return None
+    if (facts.get("container") or {}).get("in_container"):
+        return None
+    running = str(nm.get("running_kernel") or "")
+    kernels: dict[str, Any] = nm.get("kernels") or {}
+    here = kernels.get(running, {}).get("nvidia_modules") or []
+    elsewhere = sorted(k for k, v in kernels.items() if k != running and v.get("nvidia_modules"))
+    dkms = nm.get("dkms") or []
+    if not here and not elsewhere and not dkms:
+        return None
+    sb = nm.get("secure_boot") or {}
+    ev: dict[str, Any] = {"running_kernel": running, "modules_for_running_kernel": here,
+                          "kernels_with_nvidia_module": elsewhere,
+                          "headers_for_running_kernel": kernels.get(running, {}).get("headers"),
+                          "dkms": [f"{d['module']}/{d['version']} built for "
+                                   f"{', '.join(d['built_for']) or 'no kernel'}" for d in dkms],
+                          "secure_boot": sb.get("enabled")}
+    if not here:
+        built = ", ".join(elsewhere) or "no kernel"
+        hdr = "" if ev["headers_for_running_kernel"] else (
+            f"; the headers of {running} are not installed, so DKMS could not build it")
+        clause = f"the nvidia module is not built for the running kernel {running}"
+        return Cause("no-module-for-kernel", clause,
+                     f"no NVIDIA kernel module for the running kernel {running} (built for "
+                     f"{built}){hdr}: the driver cannot load after the kernel upgrade",
+                     _rebuild_fix(facts, nm, running), ev)
+    if mods.get("nouveau_loaded"):
+        return Cause("nouveau-holds-gpu", "nouveau holds the GPU",
+                     f"the NVIDIA module exists for {running} ({here[0]}) but nouveau was "
+                     "loaded first and holds the GPU",
+                     "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee "
+                     "/etc/modprobe.d/blacklist-nouveau.conf\n"
+                     "sudo update-initramfs -u && sudo reboot   # nouveau is in the initramfs",
+                     ev)
+    if sb.get("enabled"):
+        keys = sb.get("signing_keys") or []
+        ev["signing_keys"] = [f"{k['path']}: " + {True: "enrolled", False: "NOT enrolled",
+                                                   None: "enrolment unknown"}[k.get("enrolled")]
+                              for k in keys]
+        if not any(k.get("enrolled") is True for k in keys):
+            return Cause("secure-boot", "Secure Boot refuses the module",
+                         f"the NVIDIA module exists for {running} ({here[0]}) but is not "
+                         "loaded, and Secure Boot is on: its signing key is not enrolled as a "
+                         "Machine Owner Key (MOK), so the kernel refuses it",
+                         _secure_boot_fix(sb), ev)
+    return Cause("not-loaded", "the nvidia module is not loaded",
+                 f"the NVIDIA module exists for {running} ({here[0]}) but is not loaded",
+                 "sudo modprobe nvidia && nvidia-smi\n"
+                 "sudo dmesg | grep -iE 'nvidia|NVRM'   # if it fails: the kernel's reason\n"
+                 "# installed just now? a reboot loads it with the display stack", ev)
+
+
+@check("DR009", "driver", 99)
+def nvidia_module_for_kernel(facts: Facts) -> Outcome:
+    gpus = pci_gpus(facts)
+    if gpus is None:
+        raise CannotCheck(f"PCI bus: {(facts.get('pci') or {}).get('error', 'not probed')}")
+    if not gpus:
+        raise NotApplicable("no NVIDIA GPU on the PCI bus")
+    mods = section(facts, "kernel_modules")
+    nm = facts.get("nvidia_module") or {}
+    running = nm.get("running_kernel") or (facts.get("platform") or {}).get("kernel")
+    if mods.get("nvidia_loaded"):
+        mine = ((nm.get("kernels") or {}).get(str(running)) or {}).get("nvidia_modules") or []
+        where = f" ({mine[0]})" if mine else ""
+        return ok(f"the nvidia module is loaded in the running kernel {running}{where}",
+                  running_kernel=running, modules_for_running_kernel=mine,
+                  driver=driver_version(facts))
+    if (facts.get("container") or {}).get("in_container"):
+        raise NotApplicable("in a container the kernel module is the host's: run the doctor "
+                            "on the host")
+    if "error" in nm and len(nm) == 1:
+        raise CannotCheck(f"nvidia_module probe failed: {nm['error']}")
+    if not nm.get("modules_dir"):
+        raise CannotCheck("/lib/modules is not readable")
+    cause = module_cause(facts)
+    if cause is None:
+        raise NotApplicable("no NVIDIA kernel module is installed for any kernel and DKMS "
+                            "has none: the driver is not installed (DR001 says how)")
+    return problem(cause.summary, Remedy.shell(cause.fix, "needs root; the module loads "
+                                               "without a reboot unless noted"),
+                   **cause.evidence)

@@ -1,0 +1,194 @@
+"""The NVIDIA kernel module for the running kernel (DR009): the probe on real trees, and
+each cause with its fix, and DR001/DR007 quoting it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from doctor_helpers import load_generator
+from test_checks import one
+
+from pitstop.doctor.checks.kernel_module import kernel_flavour, module_cause
+from pitstop.doctor.probes import ProbeContext, kmod
+from pitstop.sysroot import Sysroot
+
+gen = load_generator()
+parts = gen  # make_machines re-exports the parts it builds machines from
+
+
+def probe(root: Path) -> dict:
+    return kmod.probe(ProbeContext(sysroot=Sysroot.of(root), data_path="/", environ={}))
+
+
+@pytest.mark.parametrize(("name", "main"), [
+    ("nvidia.ko", True), ("nvidia-current.ko.xz", True), ("nvidia-current-open.ko.zst", True),
+    ("nvidia.ko.gz", True), ("nvidia-uvm.ko", False), ("nvidia_drm.ko", False),
+    ("nvidia-current-modeset.ko.xz", False), ("nvidia-peermem.ko", False),
+    ("nvidia-fs.ko", False), ("nouveau.ko.xz", False), ("nvidia.o", False),
+    ("nvidiafb.ko.xz", False), ("nvidia-wmi-ec-backlight.ko.xz", False),
+    ("nvidia-tesla-535.ko", True),
+])
+def test_main_module_file_names(name: str, main: bool) -> None:
+    assert kmod.is_main_module(name) is main
+
+
+def test_probe_reads_dkms_modules_headers_and_secure_boot(tmp_path: Path) -> None:
+    t = parts.Tree(tmp_path)
+    t.file("/proc/sys/kernel/osrelease", "6.1.0-37-amd64")
+    gen.debian_driver_on_disk(t, debian="12", driver="535.247.01", built_for=("6.1.0-35-amd64",),
+                              kernels=("6.1.0-35-amd64", "6.1.0-37-amd64"),
+                              headers=("6.1.0-35-amd64",))
+    parts.efi(t, secure_boot=True, enrolled=[parts.DKMS_KEY_DER], lockdown="integrity")
+    nm = probe(tmp_path)
+    assert nm["running_kernel"] == "6.1.0-37-amd64"
+    assert nm["kernels"]["6.1.0-35-amd64"] == {
+        "nvidia_modules": ["updates/dkms/nvidia-current.ko"], "headers": True}
+    assert nm["kernels"]["6.1.0-37-amd64"] == {"nvidia_modules": [], "headers": False}
+    assert nm["dkms"] == [{"module": "nvidia-current", "version": "535.247.01",
+                           "built_for": ["6.1.0-35-amd64"], "installed_for": ["6.1.0-35-amd64"],
+                           "source": True}]
+    sb = nm["secure_boot"]
+    assert sb["enabled"] is True and sb["lockdown"] == "integrity" and sb["sig_enforce"] is True
+    assert sb["signing_keys"] == [{"path": "/var/lib/dkms/mok.pub", "enrolled": True}]
+
+
+def test_modules_dep_finds_a_module_in_any_directory(tmp_path: Path) -> None:
+    t = parts.Tree(tmp_path)
+    t.file("/proc/sys/kernel/osrelease", "5.14.0-427.el9.x86_64")
+    t.file("/lib/modules/5.14.0-427.el9.x86_64/modules.dep",
+           "kernel/fs/ext4/ext4.ko.xz: kernel/fs/jbd2/jbd2.ko.xz\n"
+           "kernel/drivers/video/fbdev/nvidia/nvidiafb.ko.xz: kernel/drivers/video/vgastate.ko\n"
+           "/lib/modules/5.14.0-427.el9.x86_64/weak-updates/nvidia/nvidia.ko: drm.ko\n")
+    nm = probe(tmp_path)
+    assert nm["kernels"]["5.14.0-427.el9.x86_64"]["nvidia_modules"] == [
+        "weak-updates/nvidia/nvidia.ko"]
+
+
+def test_legacy_bios_has_no_secure_boot_and_containers_have_no_modules(tmp_path: Path) -> None:
+    t = parts.Tree(tmp_path)
+    t.file("/proc/sys/kernel/osrelease", "6.8.0-60-generic")
+    nm = probe(tmp_path)
+    assert nm["modules_dir"] is None and nm["kernels"] == {}
+    assert nm["secure_boot"]["enabled"] is False and nm["secure_boot"]["efi"] is False
+
+
+def test_kernel_upgrade_without_headers(facts_of) -> None:
+    facts = facts_of("kernel-upgrade-dkms")
+    r = one(facts, "DR009")
+    assert r.status == "problem"
+    assert "running kernel 6.1.0-37-amd64 (built for 6.1.0-35-amd64)" in r.summary
+    assert "headers of 6.1.0-37-amd64 are not installed" in r.summary
+    assert r.remedy is not None
+    fix = r.remedy.text
+    assert "sudo apt install linux-headers-$(uname -r)" in fix
+    assert "sudo dkms autoinstall" in fix and "nvidia-kernel-dkms" in fix
+    assert "linux-headers-amd64" in fix  # the metapackage that prevents the next one
+    dr001 = one(facts, "DR001")
+    assert dr001.status == "problem" and "DR009" in dr001.summary
+    assert dr001.remedy is not None and dr001.remedy.text == fix
+    dr007 = one(facts, "DR007")
+    assert "Found no NVIDIA driver" in dr007.summary and "DR009" in dr007.summary
+    assert dr007.remedy is not None and dr007.remedy.text == fix
+    # With the headers there (the build failed for another reason) no headers line.
+    facts["nvidia_module"]["kernels"]["6.1.0-37-amd64"]["headers"] = True
+    r = one(facts, "DR009")
+    assert "headers" not in r.summary
+    assert r.remedy is not None and "linux-headers-$(uname -r)" not in r.remedy.text
+
+
+def test_ubuntu_prebuilt_modules_name_the_linux_modules_package(facts_of) -> None:
+    facts = facts_of("kernel-upgrade-dkms")
+    facts["platform"].update(os_id="ubuntu", os_version_id="24.04")
+    nm = facts["nvidia_module"]
+    nm["dkms"] = []
+    nm["running_kernel"] = "6.8.0-60-generic"
+    nm["kernels"] = {"6.8.0-58-generic": {"nvidia_modules": ["kernel/nvidia-550/nvidia.ko"],
+                                          "headers": False},
+                     "6.8.0-60-generic": {"nvidia_modules": [], "headers": False}}
+    r = one(facts, "DR009")
+    assert r.remedy is not None
+    assert "sudo apt install linux-modules-nvidia-550-$(uname -r)" in r.remedy.text
+    assert "ubuntu-drivers install" in r.remedy.text
+    nm["kernels"]["6.8.0-58-generic"]["nvidia_modules"] = ["kernel/nvidia-570srv/nvidia.ko"]
+    r = one(facts, "DR009")
+    assert r.remedy is not None and "linux-modules-nvidia-570-server-$(uname -r)" in r.remedy.text
+
+
+def test_ubuntu_dkms(facts_of) -> None:
+    facts = facts_of("kernel-upgrade-dkms")
+    facts["platform"].update(os_id="ubuntu", os_version_id="22.04")
+    facts["nvidia_module"]["dkms"] = [{"module": "nvidia", "version": "550.127.05",
+                                       "built_for": ["6.1.0-35-amd64"], "installed_for": [],
+                                       "source": True}]
+    r = one(facts, "DR009")
+    assert r.remedy is not None and "nvidia-dkms-550" in r.remedy.text
+
+
+def test_secure_boot_refuses_the_module(facts_of) -> None:
+    facts = facts_of("secure-boot-mok")
+    r = one(facts, "DR009")
+    assert r.status == "problem" and "Secure Boot is on" in r.summary
+    assert r.remedy is not None
+    assert "sudo mokutil --import /var/lib/dkms/mok.pub" in r.remedy.text
+    assert r.evidence["signing_keys"] == ["/var/lib/dkms/mok.pub: NOT enrolled"]
+    assert "Secure Boot" in one(facts, "DR001").summary
+    # The key enrolled and the module still not loaded: not Secure Boot's doing.
+    facts["nvidia_module"]["secure_boot"]["signing_keys"][0]["enrolled"] = True
+    r = one(facts, "DR009")
+    assert "Secure Boot" not in r.summary and r.remedy is not None
+    assert "sudo modprobe nvidia" in r.remedy.text
+
+
+def test_nouveau_loaded_first(facts_of) -> None:
+    facts = facts_of("secure-boot-mok")
+    facts["nvidia_module"]["secure_boot"]["enabled"] = False
+    facts["kernel_modules"]["nouveau_loaded"] = True
+    r = one(facts, "DR009")
+    assert "nouveau" in r.summary and r.remedy is not None
+    assert "update-initramfs -u" in r.remedy.text
+    dr002 = one(facts, "DR002")
+    assert dr002.remedy is not None and dr002.remedy.text == r.remedy.text
+
+
+def test_when_dr009_does_not_apply(facts_of) -> None:
+    assert one(facts_of("rtx4090-workstation"), "DR009").status == "ok"
+    # nothing of the driver installed: DR001's install command is the fix
+    nouveau = facts_of("nouveau")
+    assert one(nouveau, "DR009").not_applicable and module_cause(nouveau) is None
+    assert "nvidia-driver" in (one(nouveau, "DR001").remedy.text or "")
+    # in a container the module is the host's
+    pod = facts_of("k8s-pod-1of4")
+    assert one(pod, "DR009").status == "ok"
+    pod["kernel_modules"]["nvidia_loaded"] = False
+    assert one(pod, "DR009").not_applicable
+    assert one(facts_of("powersave"), "DR009").not_applicable
+
+
+@pytest.mark.parametrize(("release", "flavour"), [
+    ("6.1.0-37-amd64", "amd64"), ("6.1.0-37-cloud-amd64", "cloud-amd64"),
+    ("6.12.38+deb13-amd64", "amd64"), ("6.8.0-60-generic", "generic"),
+    ("6.8.0-1029-aws", "aws"), ("6.12.38", None),
+])
+def test_kernel_flavour(release: str, flavour: str | None) -> None:
+    assert kernel_flavour(release) == flavour
+
+
+def test_running_kernel_from_proc_version_and_the_older_efi_interface(tmp_path: Path) -> None:
+    t = parts.Tree(tmp_path)
+    t.file("/proc/version", "Linux version 6.1.0-37-amd64 (debian-kernel@lists.debian.org) "
+           "(gcc-12 (Debian 12.2.0-14) 12.2.0) #1 SMP PREEMPT_DYNAMIC Debian 6.1.140-1")
+    t.bytes("/sys/firmware/efi/vars/SecureBoot-8be4df61-93ca-11d2-aa0d-e1f7a1d1a1c8/data",
+            b"\x01")
+    nm = probe(tmp_path)
+    assert nm["running_kernel"] == "6.1.0-37-amd64"
+    assert nm["secure_boot"]["enabled"] is True
+
+
+def test_nouveau_loaded_after_an_upgrade_gets_the_module_fix(facts_of) -> None:
+    facts = facts_of("kernel-upgrade-dkms")
+    facts["kernel_modules"].update(nouveau_loaded=True, nouveau_blacklisted=False)
+    r = one(facts, "DR002")
+    assert r.status == "problem" and "not built for the running kernel" in r.summary
+    assert r.remedy is not None
+    assert "sudo dkms autoinstall" in r.remedy.text and "blacklist nouveau" in r.remedy.text
