@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 from pathlib import Path
@@ -46,6 +45,8 @@ def test_existing_file_is_left_as_it_was(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- saving like an editor
+
+from pitstop_testing import fill, tiny_tmpfs  # noqa: E402
 
 from pitstop.fileio import WriteRefused, atomic_write_bytes, check_output_dir  # noqa: E402
 
@@ -138,18 +139,8 @@ def test_a_new_file_follows_the_umask_and_needs_its_folder(tmp_path: Path) -> No
 @pytest.fixture
 def tiny_filesystem(tmp_path: Path):
     """A real 64 KiB tmpfs (root only): writes beyond it fail with ENOSPC."""
-    import subprocess
-
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
+    with tiny_tmpfs(tmp_path / "mnt") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 @pytest.mark.parametrize("hard_linked", [False, True])
@@ -159,16 +150,12 @@ def test_a_full_disk_halfway_leaves_the_old_content(tiny_filesystem: Path,
     f.write_bytes(b"x" * 16384)
     if hard_linked:  # written in place: the first bytes fit, the rest does not
         os.link(f, tiny_filesystem / "other-name.py")
-    fd = os.open(tiny_filesystem / "filler", os.O_WRONLY | os.O_CREAT)
-    with contextlib.suppress(OSError):
-        while True:
-            os.write(fd, b"\0" * 4096)
-    os.close(fd)
+    fill(tiny_filesystem)
     with pytest.raises(OSError) as info:
         atomic_write_bytes(f, b"y" * 65536)
     assert info.value.errno == errno.ENOSPC
     assert f.read_bytes() == b"x" * 16384
-    leftovers = {p.name for p in tiny_filesystem.iterdir()} - {"train.py", "filler",
+    leftovers = {p.name for p in tiny_filesystem.iterdir()} - {"train.py", ".filler",
                                                                 "other-name.py"}
     assert leftovers == set()
 

@@ -127,6 +127,10 @@ def _guarded(args: list[str]) -> int:
     except click.exceptions.Abort:
         _say("Aborted.")
         return EXIT_INTERRUPTED
+    except click.UsageError as err:  # one line, like every other usage error
+        where = err.ctx.command_path if err.ctx is not None else "pitstop"
+        _say(f"pitstop: error: {err.format_message()} (see `{where} --help`)")
+        return EXIT_USAGE
     except click.ClickException as err:
         with contextlib.suppress(OSError):
             err.show()

@@ -1,0 +1,77 @@
+"""What a command needs beyond ``pip install pitstop``, and the one line it says when
+something is missing.
+
+The core install carries what ``doctor``, ``lint``, ``system`` and ``explain`` need.
+Extras carry the rest (``pitstop[bench]``: Pillow, numpy, matplotlib). torch is never
+a dependency: pip would pick PyPI's default build, which may not match the machine's
+NVIDIA driver, and would replace a torch the user chose. A command that needs torch
+checks for it first and names the build for this machine's driver, from the doctor's
+own check (:func:`pitstop.doctor.checks.driver.torch_install_command`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import re
+
+from pitstop.errors import UsageError
+
+__all__ = ["MIN_TORCH", "require_modules", "require_torch", "torch_install_hint"]
+
+MIN_TORCH = (2, 4)  # torch.amp.autocast("cuda"), torch.compile on 3.11, GradScaler("cuda")
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def torch_install_hint() -> str:
+    """The pip command for this machine's torch build (probing PCI and NVML, ~10 ms)."""
+    try:
+        from pitstop.doctor.checks.driver import torch_install_command
+        from pitstop.doctor.facts import collect
+        from pitstop.doctor.probes import ProbeContext
+        from pitstop.sysroot import Sysroot
+
+        ctx = ProbeContext(sysroot=Sysroot.of(None), data_path="/", environ={},
+                           measure_io=False, import_torch=False, io_seconds=0.0, python=None)
+        facts = collect(ctx, only=["platform", "pci", "kernel_modules", "nvml"])
+        return torch_install_command(facts)
+    except Exception:  # the hint must never be the thing that fails
+        return "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+def require_torch(command: str) -> None:
+    """Raise :class:`UsageError` (one line, exit 2) when torch is missing, older than
+    :data:`MIN_TORCH`, or cannot be imported; the message names the build to install.
+    An installed torch is never changed."""
+    wanted = ".".join(map(str, MIN_TORCH))
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    if version is None and importlib.util.find_spec("torch") is None:
+        raise UsageError(f"{command} needs torch >= {wanted}, which is not installed in this "
+                         f"Python; install the build for this machine: {torch_install_hint()}")
+    if version is not None and _version_tuple(version) < MIN_TORCH:
+        raise UsageError(f"{command} needs torch >= {wanted}; this Python has torch {version} "
+                         f"(pitstop left it as it is); to upgrade it for this machine: "
+                         f"{torch_install_hint()}")
+    try:
+        importlib.import_module("torch")
+    except Exception as err:  # a broken install: missing CUDA libraries, ABI mismatch
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise UsageError(f"{command} needs torch, but `import torch` fails ({first}); "
+                         f"reinstall the build for this machine: {torch_install_hint()}") from None
+
+
+def require_modules(command: str, modules: dict[str, str], extra: str) -> None:
+    """Raise :class:`UsageError` when one of ``modules`` (import name -> distribution
+    name) cannot be imported: ``pip install 'pitstop[EXTRA]'`` brings them."""
+    missing = [dist for name, dist in modules.items() if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"{command} needs {', '.join(missing)}, not installed in this Python; "
+                         f"install them with: pip install 'pitstop[{extra}]'")
