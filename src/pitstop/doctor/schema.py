@@ -150,7 +150,7 @@ FACTS_SECTIONS: dict[str, dict[str, Any]] = {
                          cudnn_available=BOOL, cudnn_version=OPT_INT, cudnn_conv_ok=BOOL,
                          cuda_error=OPT_STR, cudnn_error=OPT_STR, device_count=COUNT,
                          import_s=NUM, num_threads=COUNT, num_interop_threads=COUNT,
-                         nccl_version=_t("string", "integer", "array", "null"),
+                         nccl_version=_t("string", "integer", "array", "null"), nccl_error=STR,
                          import_error=STR)),
     "cpu": _section(
         online=COUNT, physical_cores=OPT_COUNT, cpufreq_present=BOOL, governors=STRING_MAP,
