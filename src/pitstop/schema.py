@@ -6,7 +6,7 @@ a size bound (nothing past it is read into memory), a nesting bound (a 100 000-d
 array is refused, not a ``RecursionError``), no ``NaN``/``Infinity``, and then checks it
 against a schema, so that the code behind it never meets ``"gpus": "x"`` where it
 expects a list. Every refusal is a :class:`BadJSON` whose message names the place
-(``nvml.gpus[0].name: must be a string, got an integer``).
+(``nvml.gpus[0].name must be a string, got an integer``).
 
 Schemas are plain JSON Schema (draft 2020-12) restricted to the keywords
 :func:`validate` implements: ``type``, ``enum``, ``const``, ``properties``,
@@ -166,32 +166,31 @@ def validate(value: Any, schema: Schema, path: str = "") -> str | None:
         allowed = [kinds] if isinstance(kinds, str) else list(kinds)
         if not any(_is(value, k) for k in allowed):
             want = " or ".join(_KINDS[k] for k in allowed)
-            return (f"{_where(path)}: must be {_expected(schema, want)}, "
-                    f"got {_kind_of(value)}")
+            return f"{_where(path)} must be {_expected(schema, want)}, got {_kind_of(value)}"
     if "const" in schema and value != schema["const"]:
-        return f"{_where(path)}: must be {json.dumps(schema['const'])}, got {_show(value)}"
+        return f"{_where(path)} must be {json.dumps(schema['const'])}, got {_show(value)}"
     if "enum" in schema and value not in schema["enum"]:
         choices = ", ".join(json.dumps(c) for c in schema["enum"])
-        return f"{_where(path)}: must be {_expected(schema, 'one of ' + choices)}, got {_show(value)}"
+        return f"{_where(path)} must be {_expected(schema, 'one of ' + choices)}, got {_show(value)}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         low, high = schema.get("minimum"), schema.get("maximum")
         if (low is not None and value < low) or (high is not None and value > high):
             bounds = " and ".join(b for b in (f">= {low}" if low is not None else "",
                                               f"<= {high}" if high is not None else "") if b)
-            return f"{_where(path)}: must be {_expected(schema, bounds)}, got {_show(value)}"
+            return f"{_where(path)} must be {_expected(schema, bounds)}, got {_show(value)}"
     if isinstance(value, str):
         if len(value) < schema.get("minLength", 0):
-            return f"{_where(path)}: must not be empty" if schema["minLength"] == 1 else \
-                f"{_where(path)}: must be at least {schema['minLength']} characters"
+            return f"{_where(path)} must not be empty" if schema["minLength"] == 1 else \
+                f"{_where(path)} must be at least {schema['minLength']} characters"
         if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"{_where(path)}: longer than {schema['maxLength']} characters"
+            return f"{_where(path)} is longer than {schema['maxLength']} characters"
         if "pattern" in schema and not re.search(schema["pattern"], value):
-            return f"{_where(path)}: must be {_expected(schema, 'like ' + schema['pattern'])}, got {_show(value)}"
+            return f"{_where(path)} must be {_expected(schema, 'like ' + schema['pattern'])}, got {_show(value)}"
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
-            return f"{_where(path)}: must have at least {schema['minItems']} item(s)"
+            return f"{_where(path)} must have at least {schema['minItems']} item(s)"
         if "maxItems" in schema and len(value) > schema["maxItems"]:
-            return f"{_where(path)}: more than {schema['maxItems']} items"
+            return f"{_where(path)} has more than {schema['maxItems']} items"
         items = schema.get("items")
         if isinstance(items, Mapping):
             for i, item in enumerate(value):
@@ -206,7 +205,7 @@ def validate(value: Any, schema: Schema, path: str = "") -> str | None:
 def _validate_object(value: dict[str, Any], schema: Schema, path: str) -> str | None:
     for key in schema.get("required", ()):
         if key not in value:
-            return f"{_where(path)}: lacks {key!r}"
+            return f"{_where(path)} lacks {key!r}"
     props: Mapping[str, Any] = schema.get("properties", {})
     extra = schema.get("additionalProperties", True)
     for key, item in value.items():
@@ -215,7 +214,7 @@ def _validate_object(value: dict[str, Any], schema: Schema, path: str) -> str | 
             problem = validate(item, props[key], sub)
         elif extra is False:
             known = ", ".join(props) or "none"
-            return f"{_where(path)}: unknown key {key!r} (known: {known})"
+            return f"{_where(path)} has an unknown key {key!r} (known: {known})"
         elif isinstance(extra, Mapping):
             problem = validate(item, extra, sub)
         else:
