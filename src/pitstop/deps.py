@@ -23,6 +23,13 @@ __all__ = ["MIN_TORCH", "require_modules", "require_torch", "torch_install_hint"
 MIN_TORCH = (2, 4)  # torch.amp.autocast("cuda"), torch.compile on 3.11, GradScaler("cuda")
 
 
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a finder that refuses it, a broken __spec__
+        return False
+
+
 def _version_tuple(version: str) -> tuple[int, ...]:
     m = re.match(r"(\d+)\.(\d+)", version)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
@@ -53,7 +60,7 @@ def require_torch(command: str) -> None:
         version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         version = None
-    if version is None and importlib.util.find_spec("torch") is None:
+    if version is None and not _importable("torch"):
         raise UsageError(f"{command} needs torch >= {wanted}, which is not installed in this "
                          f"Python; install the build for this machine: {torch_install_hint()}")
     if version is not None and _version_tuple(version) < MIN_TORCH:
@@ -71,7 +78,7 @@ def require_torch(command: str) -> None:
 def require_modules(command: str, modules: dict[str, str], extra: str) -> None:
     """Raise :class:`UsageError` when one of ``modules`` (import name -> distribution
     name) cannot be imported: ``pip install 'pitstop[EXTRA]'`` brings them."""
-    missing = [dist for name, dist in modules.items() if importlib.util.find_spec(name) is None]
+    missing = [dist for name, dist in modules.items() if not _importable(name)]
     if missing:
         raise UsageError(f"{command} needs {', '.join(missing)}, not installed in this Python; "
                          f"install them with: pip install 'pitstop[{extra}]'")
