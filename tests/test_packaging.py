@@ -166,3 +166,14 @@ def test_a_fresh_venv_keeps_its_older_torch(tmp_path: Path, wheel: Path) -> None
     assert len(lines) == 1 and "needs torch >= 2.4; this Python has torch 2.3.0" in lines[0]
     assert "pip install torch" in lines[0]
     assert torch_init.read_bytes() == before
+
+
+def test_bench_without_torch_says_in_one_line_what_to_install(tmp_path: Path) -> None:
+    proc = _blocked("bench", "--quick", cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert "pitstop bench needs torch >= 2.4, which is not installed" in lines[0]
+    assert re.search(r"pip install .*torch .*--index-url https://download\.pytorch\.org/whl/",
+                     lines[0])
+    assert os.listdir(tmp_path) == []

@@ -12,13 +12,13 @@ own check (:func:`pitstop.doctor.checks.driver.torch_install_command`).
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 import re
 
 from pitstop.errors import UsageError
 
-__all__ = ["MIN_TORCH", "require_modules", "require_torch", "torch_install_hint"]
+__all__ = ["MIN_TORCH", "require_modules", "require_torch", "torch_install_hint",
+           "torch_problem"]
 
 MIN_TORCH = (2, 4)  # torch.amp.autocast("cuda"), torch.compile on 3.11, GradScaler("cuda")
 
@@ -51,28 +51,38 @@ def torch_install_hint() -> str:
         return "pip install torch --index-url https://download.pytorch.org/whl/cpu"
 
 
-def require_torch(command: str) -> None:
-    """Raise :class:`UsageError` (one line, exit 2) when torch is missing, older than
-    :data:`MIN_TORCH`, or cannot be imported; the message names the build to install.
-    An installed torch is never changed."""
+def torch_problem(who: str) -> str | None:
+    """Why ``who`` (``pitstop bench``, ``pitstop.train``) cannot use this Python's torch:
+    missing, older than :data:`MIN_TORCH`, or failing to import; one line naming the
+    build to install. ``None`` when torch is fine. An installed torch is never changed."""
     wanted = ".".join(map(str, MIN_TORCH))
     try:
-        version = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        version = None
-    if version is None and not _importable("torch"):
-        raise UsageError(f"{command} needs torch >= {wanted}, which is not installed in this "
-                         f"Python; install the build for this machine: {torch_install_hint()}")
-    if version is not None and _version_tuple(version) < MIN_TORCH:
-        raise UsageError(f"{command} needs torch >= {wanted}; this Python has torch {version} "
-                         f"(pitstop left it as it is); to upgrade it for this machine: "
-                         f"{torch_install_hint()}")
-    try:
-        importlib.import_module("torch")
+        torch = importlib.import_module("torch")
+    except ModuleNotFoundError as err:
+        if err.name not in (None, "torch"):
+            return _broken(who, err)
+        return (f"{who} needs torch >= {wanted}, which is not installed in this Python; "
+                f"install the build for this machine: {torch_install_hint()}")
     except Exception as err:  # a broken install: missing CUDA libraries, ABI mismatch
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise UsageError(f"{command} needs torch, but `import torch` fails ({first}); "
-                         f"reinstall the build for this machine: {torch_install_hint()}") from None
+        return _broken(who, err)
+    version = str(getattr(torch, "__version__", "0"))
+    if _version_tuple(version) < MIN_TORCH:
+        return (f"{who} needs torch >= {wanted}; this Python has torch {version} (pitstop "
+                f"left it as it is); to upgrade it for this machine: {torch_install_hint()}")
+    return None
+
+
+def _broken(who: str, err: BaseException) -> str:
+    first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    return (f"{who} needs torch, but `import torch` fails ({first}); reinstall the build "
+            f"for this machine: {torch_install_hint()}")
+
+
+def require_torch(command: str) -> None:
+    """:class:`UsageError` (one line, exit 2) with :func:`torch_problem`'s message."""
+    problem = torch_problem(command)
+    if problem:
+        raise UsageError(problem)
 
 
 def require_modules(command: str, modules: dict[str, str], extra: str) -> None:
