@@ -10,7 +10,8 @@ An exception raised by a signal is lost when it lands inside a ``__del__`` metho
 a garbage-collector callback (Python prints "Exception ignored in ..." and goes on).
 :func:`deferred` holds the signals back while code that runs finalizers (dropping the
 last reference to a DataLoader iterator, whose ``__del__`` joins its workers) runs,
-and delivers them right after, where they raise normally.
+and delivers them right after, where they raise normally. It also keeps a write and
+the truncate after it together (:mod:`pitstop.fileio`).
 """
 
 from __future__ import annotations
@@ -65,23 +66,45 @@ def terminate_as_exception() -> Iterator[None]:
 
 @contextlib.contextmanager
 def deferred(collect: bool = False) -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP back while the block runs; a signal that arrived
-    meanwhile is delivered when the block ends, and raises there as usual.
+    """Hold SIGINT, SIGTERM and SIGHUP back while the block runs; one that arrived
+    meanwhile takes effect when the block ends, and raises there as usual.
 
-    ``collect``: also run the garbage collector inside the block, so that finalizers of
-    objects in reference cycles run here, not later at a random point where a signal
-    could be lost in them. Outside the main thread (where signals are not delivered to
-    Python) the block simply runs.
+    The Python-level handlers are swapped for one that only notes the signal; a signal
+    mask would not do, since the kernel hands a process-directed signal to any thread
+    that does not block it (torch's and OpenMP's threads), and Python then runs the
+    handler in the main thread all the same. ``collect``: also run the garbage
+    collector inside the block, so that finalizers of objects in reference cycles run
+    here, not later at a random point where a signal could be lost in them. Outside the
+    main thread (where Python handles no signals) the block simply runs.
     """
     if threading.current_thread() is not threading.main_thread():
         if collect:
             gc.collect()
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING_SIGNALS)
+    arrived: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        arrived.append(signum)
+
+    previous: dict[int, Any] = {}
+    for sig in ENDING_SIGNALS:
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            previous[sig] = signal.signal(sig, note)
     try:
         if collect:
             gc.collect()
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+        if arrived:
+            _deliver(arrived[0], previous[arrived[0]])
+
+
+def _deliver(signum: int, handler: Any) -> None:
+    """Act on ``signum`` as ``handler`` (what was installed before) would have."""
+    if callable(handler):
+        handler(signum, None)  # default_int_handler raises KeyboardInterrupt, ours Terminated
+    elif handler == signal.SIG_DFL:
+        signal.raise_signal(signum)
