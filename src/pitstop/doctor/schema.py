@@ -93,8 +93,10 @@ def _list_of(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _nvml(kind: str, **extra: Any) -> dict[str, Any]:
-    """An NVML value: the value, null, or {"unavailable": reason}."""
-    return {"type": [kind, "object", "null"], "properties": {"unavailable": STR}, **extra}
+    """An NVML value: the value, null, or {"unavailable": reason} and nothing else
+    (``required`` and ``additionalProperties`` constrain only the object form)."""
+    return {"type": [kind, "object", "null"], "properties": {"unavailable": STR},
+            "required": ["unavailable"], "additionalProperties": False, **extra}
 
 
 LINK = _section(current_gen=OPT_INT, current_width=OPT_INT, max_gen=OPT_INT,
