@@ -81,7 +81,7 @@ def made_up_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
 ])
 def test_every_failure_is_one_line_and_its_code(made_up_commands: None, what: str, code: int,
                                                 line: str) -> None:
-    got, out, err = run_cli_in_process(["boom", what])
+    got, _out, err = run_cli_in_process(["boom", what])
     assert got == code
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(line), lines
