@@ -147,7 +147,10 @@ def _guarded(args: list[str]) -> int:
             _say("pitstop: error: cannot write standard output (broken pipe); nothing more "
                  "was written")
             return EXIT_OUTPUT
-        return err.code if isinstance(err.code, int) else EXIT_FINDINGS
+        if err.code is None or isinstance(err.code, int):
+            return err.code or EXIT_OK
+        _say(str(err.code))  # sys.exit("message"): Python prints it and exits 1
+        return EXIT_FINDINGS
     except Terminated as err:
         _say(f"pitstop: terminated ({err})")
         return 128 + err.signum
