@@ -36,7 +36,7 @@ from pitstop.sysroot import Sysroot
 HERE = Path(__file__).resolve().parent
 USER_INPUT_CODES = {0, 1, 2}
 
-PROPERTY = settings(max_examples=120, deadline=None, derandomize=True,
+PROPERTY = settings(max_examples=80, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

@@ -131,3 +131,20 @@ def test_sigterm_ends_the_child_process_too(tmp_path: Path) -> None:
     rc, _out, err = _finish(proc)
     assert rc == 143 and "Traceback" not in err, err
     wait_for(lambda: not any(_alive(c) for c in child), timeout=10)
+
+
+def test_sigterm_during_bench_ends_the_dataloader_workers(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).parent / "bench"))
+    from _bench_helpers import TINY_CLI
+
+    proc = _start(["bench", *TINY_CLI, "--steps", "20", "--rungs", "0-1",
+                   "--data", str(tmp_path / "cache")])
+    # rung 1 runs with DataLoader worker processes: wait until they are there
+    workers = wait_for(lambda: _children(proc.pid), timeout=120)
+    assert isinstance(workers, list)
+    proc.send_signal(signal.SIGTERM)
+    rc, _out, err = _finish(proc)
+    assert rc == 143, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "pitstop: terminated (SIGTERM)"
+    wait_for(lambda: not any(_alive(w) for w in workers), timeout=20)
+    assert not [p for p in tmp_path.rglob("*") if ".building-" in p.name]  # no half-built cache
