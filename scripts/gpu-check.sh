@@ -25,7 +25,10 @@ step() {  # step NAME LIMIT_S CMD...: run with a time limit, log to OUT/NAME.log
   return 0
 }
 
-{ nvidia-smi; "$PY" -c "import torch;print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"; } \
+# ... and the torch build pitstop names when a command needs torch (a cuXXX variant for
+# this driver, from the doctor's DR003 command: docs/install.md).
+{ nvidia-smi; "$PY" -c "import torch;print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
+  "$PY" -c "from pitstop.deps import torch_install_hint as h; print('pitstop advises:', h())"; } \
   >"$OUT/machine.txt" 2>&1
 
 # 1. Every CUDA-only test (pitstop.train's sync-free step, prefetcher streams, real OOM,

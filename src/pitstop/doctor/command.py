@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from pitstop.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from pitstop.options import FiniteFloatRange
 
 
 def _check_args(collect: bool, from_file: str | None, sysroot: str | None, data: str | None,
@@ -28,6 +29,10 @@ def _check_args(collect: bool, from_file: str | None, sysroot: str | None, data:
         raise UsageError(f"--sysroot {sysroot}: no such directory")
     if output and not (collect or as_json):
         raise UsageError("-o/--output writes JSON: use it with --collect or --json")
+    if output:
+        from pitstop.fileio import check_output_path
+
+        check_output_path(output, what="the JSON", option="-o")
 
 
 def _data_path(data: str | None, sysroot: str | None) -> str:
@@ -72,7 +77,7 @@ def _data_path(data: str | None, sysroot: str | None) -> str:
 @click.option("--all", "show_all", is_flag=True, help="Also list checks that do not apply.")
 @click.option("--ignore", metavar="CODES",
               help="Comma-separated DR codes not to run (e.g. DR052,DR018 on purpose).")
-@click.option("--io-seconds", type=click.FloatRange(0.4, 60.0), default=3.0, show_default=True,
+@click.option("--io-seconds", type=FiniteFloatRange(0.4, 60.0), default=3.0, show_default=True,
               hidden=True)
 def doctor(collect: bool, from_file: str | None, data: str | None, io: bool, import_torch: bool,
            python: str | None, sysroot: str | None, as_json: bool, output: str | None, show_all: bool,

@@ -125,6 +125,15 @@ def _torch(facts: Facts) -> dict[str, Any]:
     return t
 
 
+def torch_install_command(facts: Facts) -> str:
+    """The pip command that installs the torch build this machine wants: the CUDA build
+    for its driver when an NVIDIA GPU is on the PCI bus, else the CPU build. Also what
+    commands that need torch print when it is missing (:mod:`pitstop.deps`)."""
+    if pci_gpus(facts):
+        return remedies.torch_cuda_install(None, driver_version(facts))[0]
+    return "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
 @check("DR003", "driver", 60)
 def torch_installed(facts: Facts) -> Outcome:
     t = section(facts, "torch")
@@ -132,9 +141,7 @@ def torch_installed(facts: Facts) -> Outcome:
     ev = {"python": py.get("executable"), "torch": t.get("version")}
     if t.get("installed"):
         return ok(f"torch {t.get('version')} installed at {t.get('location')}", **ev)
-    gpus = pci_gpus(facts) or []
-    cmd, _ = remedies.torch_cuda_install(None, driver_version(facts)) if gpus else (
-        "pip install torch --index-url https://download.pytorch.org/whl/cpu", "")
+    cmd = torch_install_command(facts)
     return warning(f"torch is not installed for {py.get('executable') or 'this Python'} "
                    "(use --python PATH if training runs in another environment)",
                    Remedy.shell(cmd, "install into the environment that runs training"), **ev)

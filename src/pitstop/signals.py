@@ -1,0 +1,110 @@
+"""Signals that end a command, and the moments when one must wait.
+
+Python turns SIGINT (Ctrl-C) into ``KeyboardInterrupt``; :func:`terminate_as_exception`
+does the same for SIGTERM and SIGHUP with :class:`~pitstop.errors.Terminated`. Either
+way the exception unwinds the main thread, so every ``finally`` block and context
+manager runs: temp files are removed, ``subprocess.run`` kills its child, DataLoader
+workers are shut down. The CLI's error boundary then exits with 130, 143 or 129.
+
+An exception raised by a signal is lost when it lands inside a ``__del__`` method or
+a garbage-collector callback (Python prints "Exception ignored in ..." and goes on).
+:func:`deferred` holds the signals back while code that runs finalizers (dropping the
+last reference to a DataLoader iterator, whose ``__del__`` joins its workers) runs,
+and delivers them right after, where they raise normally. It also keeps a write and
+the truncate after it together (:mod:`pitstop.fileio`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+from pitstop.errors import Terminated
+
+__all__ = ["ENDING_SIGNALS", "deferred", "terminate_as_exception"]
+
+# The signals that end a command and after which it cleans up.
+ENDING_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def terminate_as_exception() -> Iterator[None]:
+    """Inside the block, SIGTERM and SIGHUP raise :class:`Terminated` in the main thread.
+
+    Only in this process: a child forked inside the block (a DataLoader worker, a lint
+    worker) that receives one dies of it, as by default, instead of unwinding a copy
+    of the parent's stack. A signal the parent ignores (``nohup``) stays ignored. The
+    previous handlers are restored on the way out.
+    """
+    owner = os.getpid()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        raise Terminated(signum)
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is signal.SIG_IGN:
+                continue
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+@contextlib.contextmanager
+def deferred(collect: bool = False) -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP back while the block runs; one that arrived
+    meanwhile takes effect when the block ends, and raises there as usual.
+
+    The Python-level handlers are swapped for one that only notes the signal; a signal
+    mask would not do, since the kernel hands a process-directed signal to any thread
+    that does not block it (torch's and OpenMP's threads), and Python then runs the
+    handler in the main thread all the same. ``collect``: also run the garbage
+    collector inside the block, so that finalizers of objects in reference cycles run
+    here, not later at a random point where a signal could be lost in them. Outside the
+    main thread (where Python handles no signals) the block simply runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        if collect:
+            gc.collect()
+        yield
+        return
+    arrived: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        arrived.append(signum)
+
+    previous: dict[int, Any] = {}
+    for sig in ENDING_SIGNALS:
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            previous[sig] = signal.signal(sig, note)
+    try:
+        if collect:
+            gc.collect()
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+        if arrived:
+            _deliver(arrived[0], previous[arrived[0]])
+
+
+def _deliver(signum: int, handler: Any) -> None:
+    """Act on ``signum`` as ``handler`` (what was installed before) would have."""
+    if callable(handler):
+        handler(signum, None)  # default_int_handler raises KeyboardInterrupt, ours Terminated
+    elif handler == signal.SIG_DFL:
+        signal.raise_signal(signum)
