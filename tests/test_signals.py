@@ -148,3 +148,37 @@ def test_sigterm_during_bench_ends_the_dataloader_workers(tmp_path: Path) -> Non
     assert "Traceback" not in err and err.strip().splitlines()[-1] == "pitstop: terminated (SIGTERM)"
     wait_for(lambda: not any(_alive(w) for w in workers), timeout=20)
     assert not [p for p in tmp_path.rglob("*") if ".building-" in p.name]  # no half-built cache
+
+
+class _SignalsItselfWhenFinalized:
+    """Sends a signal from inside ``__del__``: the handler's exception lands in the
+    finalizer, where Python swallows it — the shape of the bench flake (a SIGTERM
+    landing in logging's at-fork hook while a DataLoader forks its workers)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), self.signum)
+        for _ in range(1000):  # bytecode boundaries: the handler runs here, inside __del__
+            pass
+
+
+@pytest.mark.parametrize("sig, expected", [(signal.SIGTERM, "Terminated"),
+                                           (signal.SIGINT, "KeyboardInterrupt")])
+def test_a_signal_swallowed_by_a_finalizer_still_ends_the_command(sig: int, expected: str) -> None:
+    from pitstop.errors import Terminated
+    from pitstop.signals import terminate_as_exception
+
+    caught: list[str] = []
+    with terminate_as_exception():
+        try:
+            obj = _SignalsItselfWhenFinalized(sig)
+            del obj
+            # ordinary code, where the interruption must arrive (a deadline, not a sleep)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                pass
+        except (Terminated, KeyboardInterrupt) as exc:
+            caught.append(type(exc).__name__)
+    assert caught == [expected], "the signal was lost in the finalizer"

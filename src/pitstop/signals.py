@@ -6,8 +6,11 @@ way the exception unwinds the main thread, so every ``finally`` block and contex
 manager runs: temp files are removed, ``subprocess.run`` kills its child, DataLoader
 workers are shut down. The CLI's error boundary then exits with 130, 143 or 129.
 
-An exception raised by a signal is lost when it lands inside a ``__del__`` method or
-a garbage-collector callback (Python prints "Exception ignored in ..." and goes on).
+An exception raised by a signal is lost when it lands inside a ``__del__`` method, a
+garbage-collector callback or an at-fork hook (Python prints "Exception ignored in ..."
+and goes on). Two defences: inside :func:`terminate_as_exception`, such a swallowed
+``KeyboardInterrupt`` or :class:`Terminated` is noticed by ``sys.unraisablehook`` and
+the signal is sent again, so that it raises at the next ordinary line instead; and
 :func:`deferred` holds the signals back while code that runs finalizers (dropping the
 last reference to a DataLoader iterator, whose ``__del__`` joins its workers) runs,
 and delivers them right after, where they raise normally. It also keeps a write and
@@ -20,6 +23,7 @@ import contextlib
 import gc
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -52,16 +56,53 @@ def terminate_as_exception() -> Iterator[None]:
         raise Terminated(signum)
 
     previous: dict[int, Any] = {}
+    hook_before = sys.unraisablehook
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
             if signal.getsignal(sig) is signal.SIG_IGN:
                 continue
             previous[sig] = signal.signal(sig, handler)
+        sys.unraisablehook = _redeliver_swallowed(hook_before, owner)
     try:
         yield
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+        sys.unraisablehook = hook_before
+
+
+# A signal is sent again at most this often: enough for a few unlucky landings in a
+# finalizer, never an endless loop while the interpreter itself is shutting down.
+MAX_REDELIVERIES = 16
+REDELIVERY_DELAY_S = 0.001
+
+
+def _redeliver_swallowed(previous_hook: Any, owner: int) -> Any:
+    """An unraisable hook that re-sends the signal behind a swallowed interruption."""
+    sent = [0]
+
+    def hook(unraisable: Any) -> None:
+        exc = unraisable.exc_value
+        if isinstance(exc, Terminated):
+            signum = exc.signum
+        elif isinstance(exc, KeyboardInterrupt):
+            signum = signal.SIGINT
+        else:
+            previous_hook(unraisable)
+            return
+        if os.getpid() != owner or sent[0] >= MAX_REDELIVERIES:
+            previous_hook(unraisable)
+            return
+        sent[0] += 1
+        # Sent from another thread a moment later: sent from here, the handler would
+        # run at once, inside this hook, and its exception would be swallowed again.
+        # It runs at the main thread's next check point instead: in ordinary code, or
+        # in a further finalizer, which brings it back here (at most MAX_REDELIVERIES).
+        timer = threading.Timer(REDELIVERY_DELAY_S, os.kill, (owner, signum))
+        timer.daemon = True
+        timer.start()
+
+    return hook
 
 
 @contextlib.contextmanager
