@@ -204,3 +204,10 @@ def check_snapshot(obj: Any) -> str | None:
         if not isinstance(obj.get(key), kind):
             return f"'{key}' is missing or not a {kind.__name__}"
     return None
+
+
+if __name__ == "__main__":  # python -m pitstop.monitor.snapshot > docs/monitor-snapshot.schema.json
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(SNAPSHOT_SCHEMA, indent=2) + "\n")

@@ -1,0 +1,74 @@
+"""A real training process (torch, a real DataLoader with 2 worker processes) seen by the
+monitor: the workers grouped under it, and the input-bound verdict, on the CPU and on a
+recorded H100 whose process list names the real process."""
+
+from __future__ import annotations
+
+import pytest
+from monitor_helpers import NVML_SETS, training, wait_until
+
+from pitstop.monitor.collector import Collector
+from pitstop.monitor.panels import process_rows
+from pitstop.telemetry.recorded_nvml import load_recorded_nvml
+
+pytestmark = pytest.mark.slow
+
+
+def _verdict_for(collector: Collector, pid: int, seconds: float) -> dict:
+    """The verdict for ``pid`` once the window holds ``seconds`` of samples."""
+    def ready() -> dict | None:
+        snap = collector.latest()
+        if not snap or len(collector.window) < seconds / collector.interval_s:
+            return None
+        return next((v for v in snap["verdicts"] if v["pid"] == pid and v["verdict"]), None)
+
+    return wait_until(ready, timeout=60)
+
+
+def test_workers_grouped_under_their_training_process_and_input_bound() -> None:
+    with training("input", seconds=90, workers=2) as train:
+        collector = Collector(interval_s=0.5, window_s=6, gpu=False).start()
+        try:
+            v = _verdict_for(collector, train.pid, 4)
+            snap = collector.latest()
+        finally:
+            collector.stop()
+    assert snap is not None
+    mine = [p for p in snap["processes"] if p["pid"] == train.pid or p.get("trainer") == train.pid]
+    roles = sorted(p["role"] for p in mine)
+    assert roles == ["training", "worker", "worker"], mine
+    assert all(p["name"] == "pt_data_worker" for p in mine if p["role"] == "worker")
+    rows = [r for r in process_rows(snap, width=120) if r.pid in {p["pid"] for p in mine}]
+    assert rows[0].pid == train.pid  # the training process first, its workers right under it
+    assert [r.cells["command"] for r in rows[1:]] == ["├ DataLoader worker", "└ DataLoader worker"]
+    assert v["verdict"] == "input-bound", v
+    assert f"PID {train.pid} waits for data" in v["line"] and "its 2 loader workers" in v["line"]
+
+
+def test_on_a_recorded_h100_the_gpu_idle_share_is_named() -> None:
+    with training("input", seconds=90, workers=2) as train:
+        nv = load_recorded_nvml(NVML_SETS / "h100-sxm-input.json", bind={"@train": train.pid})
+        collector = Collector(interval_s=0.5, window_s=6, nvml=nv).start()
+        try:
+            v = _verdict_for(collector, train.pid, 4)
+            snap = collector.latest()
+        finally:
+            collector.stop()
+    assert snap is not None
+    me = next(p for p in snap["processes"] if p["pid"] == train.pid)
+    assert me["gpus"] and me["gpus"][0]["memory_bytes"] == int(22.4 * 2**30)
+    assert v["verdict"] == "input-bound" and v["gpus"] == [0]
+    assert v["line"].startswith("GPU 0 idle ") and f"the 2 loader workers of PID {train.pid}" in v["line"]
+    # SM activity (GPM), not utilization.gpu, says how idle the GPU is: 18-30 % busy.
+    assert 65 <= 100 - v["facts"]["gpu_util_pct_mean"] <= 85
+
+
+def test_compute_bound_training_is_compute_bound() -> None:
+    with training("compute", seconds=90, workers=2) as train:
+        collector = Collector(interval_s=0.5, window_s=6, gpu=False).start()
+        try:
+            v = _verdict_for(collector, train.pid, 4)
+        finally:
+            collector.stop()
+    assert v["verdict"] == "compute-bound", v
+    assert v["line"].startswith(f"PID {train.pid} computes ")
