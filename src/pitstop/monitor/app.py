@@ -137,13 +137,13 @@ class MonitorApp(App[None]):
 
     def _header(self) -> Text:
         snap = self.snapshot or {}
-        bits = [f"pitstop monitor · {self.feed.label}"]
-        if snap:
-            bits.append(f"every {snap.get('interval_s', 0):g} s")
-        if self.feed.paused:
-            bits.append("PAUSED (p resumes)")
+        # What matters most first: the line is shortened from its end on narrow screens.
+        bits = ["pitstop monitor" + ("  PAUSED (p resumes)" if self.feed.paused else "")]
         if getattr(self.feed, "finished", False) and "replay" in self.feed.label:
             bits.append("replay ended")
+        bits.append(self.feed.label)
+        if snap:
+            bits.append(f"every {snap.get('interval_s', 0):g} s")
         bits.append(f"sort: {self.sort}" + (f" · filter: {self.filter_text}" if self.filter_text else ""))
         return Text(fit_words("  ·  ".join(bits), self.size.width), style="bold")
 
@@ -151,6 +151,8 @@ class MonitorApp(App[None]):
         if getattr(self.feed, "finished", False) and "live" in self.feed.label:
             self.exit()
             return
+        if self.feed.paused and self.snapshot is not None:
+            return  # what is on the screen stays there
         snap = self.feed.latest()
         if snap is None:
             self.query_one("#header", Static).update(self._header())

@@ -189,12 +189,19 @@ class Collector:
 
     def stop(self) -> None:
         self._stop.set()
+        for s in self.sources.values():
+            s.request_stop()
         if self._thread is not None:
             self._thread.join(timeout=2 * self.interval_s + 1)
         self.close()
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Stop every source, waiting at most ``timeout_s`` in all: a source stuck in a
+        call (a hung driver) is left to die with the process (its thread is a daemon)."""
         for s in self.sources.values():
-            s.stop()
+            s.request_stop()
+        deadline = time.monotonic() + timeout_s
+        for s in self.sources.values():
+            s.stop(timeout=max(0.0, deadline - time.monotonic()))
         if self._nvml is not None:
             self._nvml.close()

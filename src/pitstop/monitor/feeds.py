@@ -36,7 +36,7 @@ class LiveFeed:
         self.recorder = recorder
         self.paused = False
         self._held: dict[str, Any] | None = None
-        self.label = "live" + (f", recording to {recorder.path}" if recorder else "")
+        self.label = "live" + (f", recording to {recorder.path.name}" if recorder else "")
         self.deadline = time.monotonic() + duration_s if duration_s else None
         if recorder is not None:
             collector.listeners.append(recorder.write)

@@ -82,6 +82,10 @@ class PolledSource:
         stale = value is None or (time.monotonic() - t) > self.ttl_s
         return Reading(self.name, value, t, error, stale)
 
+    def request_stop(self) -> None:
+        """Ask the thread to stop after its current read (returns at once)."""
+        self._stop.set()
+
     def stop(self, timeout: float = 2.0) -> None:
         """Stop the thread; a reader stuck in a call is left behind (it is a daemon)."""
         self._stop.set()
