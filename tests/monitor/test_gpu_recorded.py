@@ -15,7 +15,7 @@ from pitstop.monitor.collector import GPU_FIELDS_LIVE, GPU_FIELDS_STATIC
 from pitstop.telemetry.gpm import GpmReader
 from pitstop.telemetry.gpu import GpuReader
 from pitstop.telemetry.gpu_processes import GpuProcessReader
-from pitstop.telemetry.recorded_nvml import load_recorded_nvml
+from pitstop.telemetry.recorded_nvml import RecordedNvml, load_recorded_nvml
 
 
 class Clock:
@@ -90,3 +90,29 @@ def test_a_value_set_without_its_origin_is_refused(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(UsageError, match="not a JSON"):
         load_recorded_nvml(bad)
+
+
+def test_record_script_round_trips_through_the_replayer() -> None:
+    """scripts/record_nvml.py (run on GPU machines) writes what RecordedNvml replays."""
+    import importlib.util
+
+    from pitstop_testing import REPO
+
+    spec = importlib.util.spec_from_file_location("record_nvml", REPO / "scripts" / "record_nvml.py")
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    clock = Clock()
+    source = load_recorded_nvml(NVML_SETS / "h100-sxm-compute.json", bind={"@train": 999}, clock=clock)
+
+    def sleep(s: float) -> None:
+        clock.t += s
+
+    gpus = script.record(source, frames=3, every=1.0, bind_pid=999, sleep=sleep)
+    assert gpus[0]["static"]["name"] == "NVIDIA H100 80GB HBM3" and gpus[0]["static"]["gpm_supported"]
+    frames = gpus[0]["frames"]
+    assert [f["clocks_event_reasons"] for f in frames] == [0x4, 0, 0]  # frames 1..3 of the set
+    assert frames[0]["gpm"]["SM_UTIL"] == 86.7 and frames[0]["processes"][0]["pid"] == "@train"
+    replay = RecordedNvml({"_origin": "round trip", "gpus": gpus}, bind={"@train": 5}, clock=Clock())
+    g = GpuReader(replay, fields=GPU_FIELDS_LIVE, static_fields=GPU_FIELDS_STATIC).read()["gpus"][0]
+    assert g["clocks_event_reasons"] == 0x4 and g["memory_total_bytes"] == 81559 * 2**20
