@@ -125,12 +125,13 @@ class Collector:
         rows = (gpu.value or {}).get("gpu_processes") if gpu is not None else None
         self._procs.gpu_pids = frozenset(r["pid"] for r in rows or [])
 
-    def assemble(self) -> Snapshot:
-        """A snapshot from the latest readings, with verdicts over the window."""
+    def assemble(self, t: float | None = None) -> Snapshot:
+        """A snapshot from the latest readings, with verdicts over the window (``t``:
+        the snapshot's time, for simulations of long runs; default now)."""
         readings = self._readings()
         self._share_gpu_pids(readings)
         snap = build_snapshot(readings, interval_s=self.interval_s,
-                              gpu_unavailable=self.gpu_unavailable)
+                              gpu_unavailable=self.gpu_unavailable, t=t)
         self.window.append(snap)
         while self.window and self.window[0]["t"] < snap["t"] - self.window_s:
             self.window.popleft()

@@ -77,20 +77,32 @@ def _activity(entry: dict[str, Any]) -> float | None:
     return min(1.0, busy + (1.0 if entry.get("state") == "disk-sleep" else 0.0))
 
 
-def _by_pid(snap: Snapshot) -> dict[int, dict[str, Any]]:
-    return {p["pid"]: p for p in snap.get("processes") or []}
+Index = list[tuple[Snapshot, dict[int, dict[str, Any]], dict[int, list[dict[str, Any]]]]]
 
 
-def monitor_facts(window: Sequence[Snapshot], pid: int) -> dict[str, Any] | None:
+def _index(window: Sequence[Snapshot]) -> Index:
+    """Per snapshot: its processes by pid, and the loader workers of each training process
+    (built once per window, shared by every training process's facts)."""
+    out: Index = []
+    for snap in window:
+        procs = snap.get("processes") or []
+        workers: dict[int, list[dict[str, Any]]] = {}
+        for p in procs:
+            if p.get("role") == "worker" and p.get("trainer") is not None:
+                workers.setdefault(p["trainer"], []).append(p)
+        out.append((snap, {p["pid"]: p for p in procs}, workers))
+    return out
+
+
+def monitor_facts(window: Sequence[Snapshot], pid: int, index: Index | None = None
+                  ) -> dict[str, Any] | None:
     """``decide``'s facts for training process ``pid`` over ``window`` (oldest first);
     ``None`` until the window has a rate for the process's main thread."""
     mains, workers_per_snap = [], []
-    for snap in window:
-        table = _by_pid(snap)
+    for snap, table, workers in index if index is not None else _index(window):
         if pid in table:
             mains.append((snap, table[pid]))
-            workers_per_snap.append([p for p in table.values()
-                                     if p.get("trainer") == pid and p.get("role") == "worker"])
+            workers_per_snap.append(workers.get(pid, []))
     blocked = _mean([_blocked(m) for _, m in mains])
     if blocked is None:
         return None
@@ -243,8 +255,9 @@ def diagnose(window: Sequence[Snapshot]) -> list[dict[str, Any]]:
     trainers.sort(key=lambda p: (-sum((g.get("memory_bytes") or 0) for g in p.get("gpus") or []),
                                  -(p.get("cpu_cores") or 0.0), p["pid"]))
     out: list[dict[str, Any]] = []
+    index = _index(window)
     for p in trainers:
-        facts = monitor_facts(window, p["pid"])
+        facts = monitor_facts(window, p["pid"], index)
         if facts is None:
             out.append({"pid": p["pid"], "gpus": [], "verdict": None,
                         "line": f"PID {p['pid']}: measuring (needs two samples)"})
