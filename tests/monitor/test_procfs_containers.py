@@ -69,3 +69,38 @@ def test_container_from_cgroup_paths() -> None:
     for host in ("0::/", "0::/user.slice/user-1000.slice/session-2.scope",
                  "4:memory:/process_api/9b955827152e917a68721dc9fe8f4f8d\n0::/"):
         assert parse_cgroup(host) is None, host
+
+
+def test_pid_in_a_nested_pid_namespace_is_shown_as_the_process_sees_it() -> None:
+    """A real process in its own PID namespace (unshare, as a container runtime does): the
+    monitor lists it by this namespace's pid, with the pid it has inside (1)."""
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+
+    from pitstop.telemetry.processes import ProcessReader
+    from pitstop.telemetry.procfs import read_children
+
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    outer = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", sys.executable, "-c",
+                              "import time; time.sleep(60)"], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        inner: list[int] = []
+        while not inner and outer.poll() is None and time.monotonic() < deadline:
+            inner = read_children(outer.pid)
+            time.sleep(0.05)
+        if not inner:
+            err = outer.stderr.read().decode() if outer.poll() is not None and outer.stderr else ""
+            pytest.skip(f"cannot make a PID namespace here: {err.strip() or 'no child'}")
+        pid = inner[0]
+        assert read_nspid(pid) == [pid, 1]
+        entry = next(p for p in ProcessReader(follow=[pid]).read()["processes"] if p["pid"] == pid)
+        assert entry["nspid"] == 1 and entry["role"] == "training"
+    finally:
+        outer.kill()
+        outer.wait()

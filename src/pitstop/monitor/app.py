@@ -176,8 +176,13 @@ class MonitorApp(App[None]):
         core_rows = 4 if self.size.height >= 40 else 1
         disks = 4 if self.size.height >= 40 else 1
         self.query_one("#header", Static).update(self._header())
+        shown = None
+        if self.filter_text:
+            shown = {r.pid for r in process_rows(snap, width=self.size.width,
+                                                 filter_text=self.filter_text)}
         self.query_one("#verdict", Static).update(
-            verdict_text(snap, self.size.width, lines=3 if self.size.height >= 40 else 1))
+            verdict_text(snap, self.size.width, lines=3 if self.size.height >= 40 else 1,
+                         pids=shown))
         self.query_one("#gpus", Static).update(gpu_panel(snap, self.history, w))
         self.query_one("#host", Static).update(host_panel(snap, self.history, w,
                                                           core_rows=core_rows, max_disks=disks))

@@ -142,10 +142,13 @@ def _join(lines: list[Text]) -> Text:
 
 
 # ------------------------------------------------------------------------ verdict
-def verdict_text(snap: dict[str, Any], width: int, lines: int = 1) -> Text:
+def verdict_text(snap: dict[str, Any], width: int, lines: int = 1,
+                 pids: set[int] | None = None) -> Text:
     """The first ``lines`` verdicts (busiest training process first), each in full and
-    wrapped at words by the widget, and how many more there are."""
-    verdicts = snap.get("verdicts") or []
+    wrapped at words by the widget, and how many more there are; ``pids``: only the
+    verdicts of these processes (and those about no process), as the table's filter."""
+    verdicts = [v for v in snap.get("verdicts") or []
+                if pids is None or v.get("pid") is None or v["pid"] in pids]
     if not verdicts:
         return Text("measuring…", style="dim")
     text = Text()
