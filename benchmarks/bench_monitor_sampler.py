@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -142,7 +143,8 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
           f"{os.cpu_count()} CPUs")
     train = subprocess.Popen([sys.executable, str(TRAIN), "input", str(10_000), "2"],
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, start_new_session=True)
     try:
         assert train.stdout is not None and train.stdout.readline().strip() == "ready"
         results: dict[str, list[float]] = {"pitstop": [], **{o: [] for o in others}}
@@ -153,7 +155,7 @@ def main() -> None:
                 print(f"  round {r + 1} {which:8s} {res['cpu_pct']:.3f} % of one core"
                       + ("" if res["seen_trainer"] else "  (did not see the training process!)"))
     finally:
-        train.kill()
+        os.killpg(train.pid, signal.SIGKILL)  # the training process and its workers
         train.wait()
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     med = {k: statistics.median(v) for k, v in results.items()}

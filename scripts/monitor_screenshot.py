@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -46,7 +48,8 @@ def main() -> int:
     args = ap.parse_args()
     w, h = (int(x) for x in args.size.split("x"))
     train = subprocess.Popen([sys.executable, str(REPO / "tests" / "monitor" / "train_loop.py"),
-                              "input", "600", "2"], stdout=subprocess.PIPE, text=True)
+                              "input", "600", "2"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, start_new_session=True)
     try:
         assert train.stdout is not None and train.stdout.readline().strip() == "ready"
         nv = load_recorded_nvml(REPO / "tests" / "monitor" / "nvml" / "h100-sxm-input.json",
@@ -57,7 +60,7 @@ def main() -> int:
         finally:
             feed.close()
     finally:
-        train.kill()
+        os.killpg(train.pid, signal.SIGKILL)  # the training process and its workers
         train.wait()
     print(f"monitor_screenshot: {args.out}")
     return 0

@@ -75,6 +75,20 @@ def test_endpoint_scraped_over_http_with_dcgm_names() -> None:
                  "pitstop_cpu_core_busy_percent", "pitstop_gpu_memory_total_bytes"):
         assert families.get(name), name
     assert proc.returncode == 0  # SIGTERM is a clean stop
+    documented = _documented_names()
+    assert len(documented) > 30
+    missing = sorted(documented - set(families))
+    assert not missing, f"documented in docs/monitor.md but not exported: {missing}"
+
+
+def _documented_names() -> set[str]:
+    import re
+
+    from pitstop_testing import REPO
+
+    doc = (REPO / "docs" / "monitor.md").read_text()
+    section = doc.split("## Prometheus exporter", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"`((?:DCGM_FI|pitstop)_[A-Za-z0-9_]*[A-Za-z0-9])[`{ ]", section))
 
 
 def test_process_metrics_carry_pid_and_container_labels() -> None:
