@@ -25,50 +25,47 @@ def _verdict_for(collector: Collector, pid: int, seconds: float) -> dict:
     return wait_until(ready, timeout=60)
 
 
-def test_workers_grouped_under_their_training_process_and_input_bound() -> None:
-    with training("input", seconds=90, workers=2) as train:
-        collector = Collector(interval_s=0.5, window_s=6, gpu=False).start()
+def _watch(mode: str, nvml_set: str | None = None) -> tuple[int, dict, dict]:
+    """(pid, verdict, last snapshot) of a real training run watched by the collector,
+    on a recorded GPU whose process list names the run when ``nvml_set`` is given."""
+    with training(mode, seconds=90, workers=2) as train:
+        pid = train.pid
+        nv = (load_recorded_nvml(NVML_SETS / nvml_set, bind={"@train": pid})
+              if nvml_set else None)
+        collector = Collector(interval_s=0.5, window_s=6, nvml=nv, gpu=nv is not None).start()
         try:
-            v = _verdict_for(collector, train.pid, 4)
+            v = _verdict_for(collector, pid, 4)
             snap = collector.latest()
         finally:
             collector.stop()
     assert snap is not None
-    mine = [p for p in snap["processes"] if p["pid"] == train.pid or p.get("trainer") == train.pid]
+    return pid, v, snap
+
+
+def test_workers_grouped_under_their_training_process_and_input_bound() -> None:
+    pid, v, snap = _watch("input")
+    mine = [p for p in snap["processes"] if p["pid"] == pid or p.get("trainer") == pid]
     roles = sorted(p["role"] for p in mine)
     assert roles == ["training", "worker", "worker"], mine
     assert all(p["name"] == "pt_data_worker" for p in mine if p["role"] == "worker")
     rows = [r for r in process_rows(snap, width=120) if r.pid in {p["pid"] for p in mine}]
-    assert rows[0].pid == train.pid  # the training process first, its workers right under it
+    assert rows[0].pid == pid  # the training process first, its workers right under it
     assert [r.cells["command"] for r in rows[1:]] == ["├ DataLoader worker", "└ DataLoader worker"]
     assert v["verdict"] == "input-bound", v
-    assert f"PID {train.pid} waits for data" in v["line"] and "its 2 loader workers" in v["line"]
+    assert f"PID {pid} waits for data" in v["line"] and "its 2 loader workers" in v["line"]
 
 
 def test_on_a_recorded_h100_the_gpu_idle_share_is_named() -> None:
-    with training("input", seconds=90, workers=2) as train:
-        nv = load_recorded_nvml(NVML_SETS / "h100-sxm-input.json", bind={"@train": train.pid})
-        collector = Collector(interval_s=0.5, window_s=6, nvml=nv).start()
-        try:
-            v = _verdict_for(collector, train.pid, 4)
-            snap = collector.latest()
-        finally:
-            collector.stop()
-    assert snap is not None
-    me = next(p for p in snap["processes"] if p["pid"] == train.pid)
+    pid, v, snap = _watch("input", "h100-sxm-input.json")
+    me = next(p for p in snap["processes"] if p["pid"] == pid)
     assert me["gpus"] and me["gpus"][0]["memory_bytes"] == int(22.4 * 2**30)
     assert v["verdict"] == "input-bound" and v["gpus"] == [0]
-    assert v["line"].startswith("GPU 0 idle ") and f"the 2 loader workers of PID {train.pid}" in v["line"]
+    assert v["line"].startswith("GPU 0 idle ") and f"the 2 loader workers of PID {pid}" in v["line"]
     # SM activity (GPM), not utilization.gpu, says how idle the GPU is: 18-30 % busy.
     assert 65 <= 100 - v["facts"]["gpu_util_pct_mean"] <= 85
 
 
 def test_compute_bound_training_is_compute_bound() -> None:
-    with training("compute", seconds=90, workers=2) as train:
-        collector = Collector(interval_s=0.5, window_s=6, gpu=False).start()
-        try:
-            v = _verdict_for(collector, train.pid, 4)
-        finally:
-            collector.stop()
+    pid, v, _ = _watch("compute")
     assert v["verdict"] == "compute-bound", v
-    assert v["line"].startswith(f"PID {train.pid} computes ")
+    assert v["line"].startswith(f"PID {pid} computes ")

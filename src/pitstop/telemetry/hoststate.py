@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from pitstop.telemetry.host import _VIRTUAL_DISK
+from pitstop.telemetry.host import real_disk_counters
 
 __all__ = ["DiskDeviceReader", "LoadReader", "MemoryReader"]
 
@@ -62,11 +62,7 @@ class DiskDeviceReader:
 
     def read(self) -> dict[str, Any]:
         now = time.monotonic()
-        try:
-            counters = psutil.disk_io_counters(perdisk=True) or {}
-        except Exception:  # no /proc/diskstats (some containers)
-            counters = {}
-        disks = {name: c for name, c in counters.items() if not _VIRTUAL_DISK.match(name)}
+        disks = real_disk_counters()
         out: list[dict[str, Any]] | None = None
         if self._last is not None and now > self._last_t:
             out = []
