@@ -87,6 +87,8 @@ def test_options_that_cannot_go_together(tmp_path: Path) -> None:
         (["--replay", "x.jsonl", "--record", str(tmp_path / "r.jsonl")], "--replay and --record"),
         (["--prometheus", "notaport"], "expected PORT"),
         (["--prometheus", "70000"], "between 1 and 65535"),
+        (["--pid", "4194303"], "--pid 4194303: no such process"),
+        ([], "the live screen needs a terminal"),  # run_pitstop's stdout is a pipe
     ):
         r = run_pitstop("monitor", *args)
         assert r.returncode == 2 and words in r.stderr, (args, r.stderr)

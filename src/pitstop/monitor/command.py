@@ -132,6 +132,9 @@ def monitor(once: bool, as_json: bool, record: Path | None, overwrite: bool, int
         raise UsageError("--once and --record cannot be combined; use --record with --duration")
     if record is not None:
         check_record_path(record, overwrite=overwrite)
+    for pid in pids:
+        if not Path(f"/proc/{pid}").is_dir():
+            raise UsageError(f"--pid {pid}: no such process")
     recording = read_recording(replay, option="--replay") if replay is not None else None
     interactive = sys.stdout.isatty() and sys.stdin.isatty()
     wants_ui = not once and prometheus is None and (recording is not None or record is None
@@ -143,6 +146,9 @@ def monitor(once: bool, as_json: bool, record: Path | None, overwrite: bool, int
         wants_ui = False  # still record, headless, and say why there is no screen
         click.echo(f"pitstop monitor: no live screen ({TEXTUAL_MISSING}); recording headless",
                    err=True)
+    if wants_ui and not interactive and record is None:
+        raise UsageError("the live screen needs a terminal (stdin and stdout are not one); "
+                         "use --once [--json], --record FILE or --prometheus PORT")
     if recording is not None:
         from pitstop.monitor.app import MonitorApp
         from pitstop.monitor.feeds import ReplayFeed
