@@ -52,7 +52,9 @@ def test_starts_shows_panels_reacts_to_keys_and_quits(tmp_path: Path) -> None:
             assert "memory" in host and "/dev/shm" in host and "iowait" in host and "load" in host
             gpus = _text(app, "#gpus")
             assert "NVIDIA H100 80GB HBM3" in gpus and "SM act" in gpus and "tensor" in gpus
-            assert "GPU 0 busy" in _text(app, "#verdict")
+            assert _text(app, "#verdict").startswith("▶ ")
+            # Other torch processes on the machine may come first; the GPU's line is there.
+            assert any(v["line"].startswith("GPU 0 busy") for v in app.snapshot["verdicts"])
             table = app.query_one("#procs", DataTable)
             seen["rows"] = table.row_count
             await pilot.press("p")
@@ -79,8 +81,11 @@ def test_starts_shows_panels_reacts_to_keys_and_quits(tmp_path: Path) -> None:
             await _until(pilot, lambda: not isinstance(app.screen, HelpScreen))
             # Mouse: a click on the GPU MEM header sorts by GPU memory. Columns: PID (8),
             # CPU % (6), RSS (9), GPU MEM, each with one space of padding on both sides.
+            # Paused first: a verdict that wraps to one more line moves the table down.
+            await pilot.press("p")
             await pilot.click("#procs", offset=(8 + 2 + 6 + 2 + 9 + 2 + 3, 0))
             await _until(pilot, lambda: app.sort == "gpu_mem")
+            await pilot.press("p")
             await pilot.press("q")
         seen["exited"] = True
 
@@ -126,3 +131,31 @@ def test_replay_plays_a_recording_and_pauses_its_clock(tmp_path: Path) -> None:
             await pilot.press("q")
 
     asyncio.run(drive())
+
+
+def test_eight_gpus_on_a_small_screen_get_one_line_each() -> None:
+    import json
+
+    from textual.widgets import DataTable
+
+    from pitstop.telemetry.recorded_nvml import RecordedNvml
+
+    one = json.loads((NVML_SETS / "h100-sxm-compute.json").read_text())
+    eight = dict(one, gpus=[dict(one["gpus"][0], static=dict(one["gpus"][0]["static"], uuid=f"GPU-{i}"))
+                            for i in range(8)])
+    feed = LiveFeed(Collector(interval_s=0.3, nvml=RecordedNvml(eight)))
+    app = MonitorApp(feed)
+
+    async def drive() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _until(pilot, lambda: "GPU 7" in _text(app, "#gpus"))
+            gpus = _text(app, "#gpus")
+            assert gpus.startswith("8 GPUs  NVIDIA H100 80GB HBM3")
+            assert len(gpus.splitlines()) == 9 and all(len(line) <= 80 for line in gpus.splitlines())
+            assert app.query_one("#procs", DataTable).size.height >= 3  # the table still shows
+            await pilot.press("q")
+
+    try:
+        asyncio.run(drive())
+    finally:
+        feed.close()

@@ -19,6 +19,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
@@ -75,6 +76,31 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss()
 
 
+class ProcessTable(DataTable[Text]):
+    """The process table; a click on its header row sorts by that column.
+
+    DataTable's own HeaderSelected needs the hover state of the cell under the mouse,
+    which every refill (each sample) resets: a click between two refills would be lost.
+    The header row and the columns' widths are fixed, so the column is found from x."""
+
+    columns_spec: tuple[tuple[str, str, int], ...] = ()
+
+    def on_click(self, event: Any) -> None:
+        if event.y != 0 or not self.columns_spec:
+            return
+        x = event.x + int(self.scroll_x)
+        for key, _, width in self.columns_spec:
+            x -= width + 2 * self.cell_padding
+            if x < 0:
+                self.post_message(self.SortBy(key))
+                return
+
+    class SortBy(Message):
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+
 class MonitorApp(App[None]):
     """See the module docstring."""
 
@@ -83,7 +109,7 @@ class MonitorApp(App[None]):
     CSS = """
     Screen { layout: vertical; }
     #header { height: 1; background: $primary; color: $text; }
-    #verdict { height: auto; max-height: 6; padding: 0 0; }
+    #verdict { height: auto; min-height: 2; max-height: 6; padding: 0 0; }
     #panels { height: auto; }
     #panels.wide { layout: horizontal; }
     #panels.narrow { layout: vertical; }
@@ -122,7 +148,7 @@ class MonitorApp(App[None]):
         with Horizontal(id="panels", classes="narrow"):
             yield Static("", id="gpus")
             yield Static("", id="host")
-        yield DataTable(id="procs", cursor_type="row", zebra_stripes=False, cell_padding=1)
+        yield ProcessTable(id="procs", cursor_type="row", zebra_stripes=False, cell_padding=1)
         yield Input(placeholder="filter processes (Enter keeps it, Escape clears it)", id="filter")
         yield Footer()
 
@@ -183,7 +209,10 @@ class MonitorApp(App[None]):
         self.query_one("#verdict", Static).update(
             verdict_text(snap, self.size.width, lines=3 if self.size.height >= 40 else 1,
                          pids=shown))
-        self.query_one("#gpus", Static).update(gpu_panel(snap, self.history, w))
+        # Full GPU panels take ~8 rows each: more than a third of the screen, one line each.
+        gpus = len(snap.get("gpus") or [])
+        compact = gpus * 8 > self.size.height // (1 if wide else 3) + (8 if gpus == 1 else 0)
+        self.query_one("#gpus", Static).update(gpu_panel(snap, self.history, w, compact=compact))
         self.query_one("#host", Static).update(host_panel(snap, self.history, w,
                                                           core_rows=core_rows, max_disks=disks))
         self._fill_table(snap)
@@ -197,6 +226,8 @@ class MonitorApp(App[None]):
             for key, head, w in columns:
                 table.add_column(head, width=w, key=key)
             self._columns = columns
+            if isinstance(table, ProcessTable):
+                table.columns_spec = tuple(columns)
         keep = table.cursor_row
         table.clear()
         rows = process_rows(snap, width=width, sort=self.sort, tree=self.tree_view,
@@ -250,8 +281,13 @@ class MonitorApp(App[None]):
         self.query_one("#procs", DataTable).focus()
         self._draw()
 
+    def on_process_table_sort_by(self, event: ProcessTable.SortBy) -> None:
+        if event.key in SORT_KEYS and event.key != self.sort:
+            self.sort = event.key
+            self._draw()
+
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         key = str(event.column_key.value)
-        if key in SORT_KEYS:
+        if key in SORT_KEYS and key != self.sort:
             self.sort = key
             self._draw()

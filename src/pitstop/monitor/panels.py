@@ -203,10 +203,40 @@ def _gpu_cells(g: dict[str, Any], h: History) -> list[Cell]:
     return cells
 
 
-def gpu_panel(snap: dict[str, Any], h: History, width: int) -> Text:
+def _compact_gpu_line(g: dict[str, Any], h: History, width: int) -> Text:
+    """One line per GPU, for many GPUs on a small screen: the numbers that say whether it
+    works and how hard, then a sparkline of its busy share."""
+    gpm = g.get("gpm") or {}
+    used, total = g.get("memory_used_bytes"), g.get("memory_total_bytes")
+    power, limit = g.get("power_draw_w"), g.get("power_limit_w")
+    parts = [f"GPU {g['index']:<2}", f"util {fmt_pct(g.get('utilization_gpu_pct')):>5}"]
+    if gpm:
+        parts.append(f"SM {fmt_pct(gpm.get('sm_active_pct')):>5}")
+    parts.append(f"mem {used / 2**30:4.1f}/{total / 2**30:.0f}G" if used is not None and total else "mem n/a")
+    parts.append(f"{power:3.0f}/{limit:.0f}W" if power is not None and limit else "power n/a")
+    if g.get("temperature_c") is not None:
+        parts.append(f"{g['temperature_c']:.0f}°C")
+    text = "  ".join(parts)
+    line = Text(text[:width])
+    key = "sm_active_pct" if gpm else "utilization_gpu_pct"
+    spark_w = width - len(text) - 2
+    if spark_w >= 3:
+        line.append("  " + sparkline(h.series(("gpu", g["index"], key)), spark_w, 100), style="cyan")
+    if [n for n in g.get("clocks_event_names") or [] if n != "gpu_idle"]:
+        line.stylize("bold red", 0, len(f"GPU {g['index']:<2}"))
+    return line
+
+
+def gpu_panel(snap: dict[str, Any], h: History, width: int, *, compact: bool = False) -> Text:
+    """Every GPU's panel, or one line per GPU with ``compact`` (many GPUs, few rows)."""
     gpus = snap.get("gpus") or []
     if not gpus:
         return Text(fit_words(snap.get("gpu_unavailable") or "no GPU", width), style="dim")
+    if compact:
+        names = sorted({str(g.get("name")) for g in gpus})
+        head = Text(fit_words(f"{len(gpus)} GPUs  {', '.join(names)}  (one line each: the "
+                              "screen is short)", width), style="bold reverse")
+        return _join([head, *(_compact_gpu_line(g, h, width) for g in gpus)])
     lines: list[Text] = []
     for g in gpus:
         link = (f" PCIe Gen{g['pcie_link_gen']} x{g['pcie_link_width']}"
@@ -220,9 +250,10 @@ def gpu_panel(snap: dict[str, Any], h: History, width: int) -> Text:
             note.append("clocks held back: " + ", ".join(reasons))
         if g.get("gpm_unavailable") and not g.get("gpm"):
             note.append(f"no SM activity: {g['gpm_unavailable']}")
-        if note:
-            lines.append(Text(fit_words("; ".join(note), width),
-                              style="bold red" if reasons else "dim"))
+        # The line is kept when empty: throttle reasons come and go, and a panel that
+        # grew and shrank by a line would make the table below jump under the mouse.
+        lines.append(Text(fit_words("; ".join(note), width),
+                          style="bold red" if reasons else "dim"))
     for u in (snap.get("unmatched_gpu_processes") or [])[:1]:
         lines.append(Text(fit_words(f"GPU {u['index']}: PID {u['pid']} is in another PID "
                                     "namespace", width), style="dim"))
