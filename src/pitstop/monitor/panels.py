@@ -126,13 +126,14 @@ def _cells_to_lines(cells: list[Cell], width: int) -> list[Text]:
     for start in range(0, len(cells), cols):
         line = Text()
         for c in cells[start:start + cols]:
-            spark_w = cell_w - LABEL_W - VALUE_W - 2
+            value_w = max(VALUE_W, len(c.value))  # a long value takes the sparkline's room
+            spark_w = cell_w - LABEL_W - value_w - 2
             line.append(c.label.ljust(LABEL_W), style="bold")  # labels are short by design
-            line.append(c.value.rjust(VALUE_W)[:VALUE_W], style=c.style)
+            line.append(c.value.rjust(value_w), style=c.style)
             if spark_w >= 3:
                 line.append(" " + sparkline(c.series, spark_w, c.top) + " ", style="cyan")
             else:
-                line.append(" " * (cell_w - LABEL_W - VALUE_W))
+                line.append(" " * max(0, cell_w - LABEL_W - value_w))
         lines.append(line)
     return lines
 
@@ -297,7 +298,8 @@ def host_panel(snap: dict[str, Any], h: History, width: int, *, core_rows: int =
     cells = [Cell("CPU", fmt_pct(cpu.get("busy_pct")), h.series(("cpu", "busy_pct")), 100),
              Cell("iowait", fmt_pct(cpu.get("iowait_pct")), h.series(("cpu", "iowait_pct")), 100,
                   "bold red" if (cpu.get("iowait_pct") or 0) >= 10 else ""),
-             Cell("load", " ".join(f"{x:.2f}" for x in load) if load else "n/a")]
+             Cell("load", " ".join(f"{x:.2f}" if x < 10 else f"{x:.1f}" for x in load)
+                  if load else "n/a")]
     total = mem.get("total_bytes")
 
     def used_of(used: Any, of: Any) -> str:
@@ -381,6 +383,15 @@ def _short_command(cmdline: str) -> str:
     return f"{prog} {rest}".strip()
 
 
+def _fit_command(text: str, width: int) -> str:
+    """A command line for ``width`` columns: whole if it fits, else with its paths
+    reduced to their last part (``…/train_loop.py``), then cut at a word."""
+    if len(text) > width:
+        text = " ".join("…/" + a.rstrip("/").rsplit("/", 1)[-1] if "/" in a.strip("/") else a
+                        for a in text.split(" "))
+    return fit_words(text, width)
+
+
 def _row(p: dict[str, Any], prefix: str, command_w: int) -> ProcessRow:
     pid = f"{p['pid']}" + (f"/{p['nspid']}" if p.get("nspid") else "")
     cont = p.get("container") or {}
@@ -398,7 +409,7 @@ def _row(p: dict[str, Any], prefix: str, command_w: int) -> ProcessRow:
         "gpu_mem": fmt_bytes(gm) if gm is not None else "",
         "sm": "" if sm is None else f"{sm:.0f}",
         "state": _STATE_SHORT.get(p.get("state") or "", (p.get("state") or "")[:5]),
-        "command": fit_words(prefix + what, command_w),
+        "command": prefix + _fit_command(what, command_w - len(prefix)),
     }
     style = {"training": "bold", "launcher": "bold", "worker": "", "other": "dim"}.get(role or "", "")
     return ProcessRow(p["pid"], cells, {
