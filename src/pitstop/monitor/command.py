@@ -89,7 +89,7 @@ def _wait(duration_s: float | None, done: threading.Event) -> None:
               help="Seconds of samples the verdict is computed over.")
 @click.option("--replay", type=click.Path(path_type=Path), metavar="FILE",
               help="Play a recording back in the live screen.")
-@click.option("--speed", type=click.FloatRange(0.1, 1000), default=1.0, show_default=True,
+@click.option("--speed", type=click.FloatRange(0.1, 1000), default=1.0, show_default=True, metavar="X",
               help="With --replay: how many times faster than recorded.")
 @click.option("--prometheus", metavar="[HOST:]PORT",
               help="Serve Prometheus metrics (DCGM names where they mean the same) on "
