@@ -25,25 +25,32 @@ def _verdict_for(collector: Collector, pid: int, seconds: float) -> dict:
     return wait_until(ready, timeout=60)
 
 
-def _watch(mode: str, nvml_set: str | None = None) -> tuple[int, dict, dict]:
-    """(pid, verdict, last snapshot) of a real training run watched by the collector,
-    on a recorded GPU whose process list names the run when ``nvml_set`` is given."""
+def _watch(mode: str, nvml_set: str | None = None) -> tuple[int, list[tuple[dict, dict]]]:
+    """A real training run watched at once by a host-only collector and, with ``nvml_set``,
+    one on a recorded GPU whose process list names the run: (pid, [(verdict, snapshot)])."""
     with training(mode, seconds=90, workers=2) as train:
         pid = train.pid
-        nv = (load_recorded_nvml(NVML_SETS / nvml_set, bind={"@train": pid})
-              if nvml_set else None)
-        collector = Collector(interval_s=0.5, window_s=6, nvml=nv, gpu=nv is not None).start()
+        collectors = [Collector(interval_s=0.5, window_s=6, gpu=False)]
+        if nvml_set:
+            nv = load_recorded_nvml(NVML_SETS / nvml_set, bind={"@train": pid})
+            collectors.append(Collector(interval_s=0.5, window_s=6, nvml=nv))
+        for c in collectors:
+            c.start()
         try:
-            v = _verdict_for(collector, pid, 4)
-            snap = collector.latest()
+            seen = []
+            for c in collectors:
+                v = _verdict_for(c, pid, 4)
+                snap = c.latest()
+                assert snap is not None
+                seen.append((v, snap))
         finally:
-            collector.stop()
-    assert snap is not None
-    return pid, v, snap
+            for c in collectors:
+                c.stop()
+    return pid, seen
 
 
-def test_workers_grouped_under_their_training_process_and_input_bound() -> None:
-    pid, v, snap = _watch("input")
+def test_input_bound_training_with_workers_under_it_on_the_cpu_and_a_recorded_h100() -> None:
+    pid, [(v, snap), (gv, gsnap)] = _watch("input", "h100-sxm-input.json")
     mine = [p for p in snap["processes"] if p["pid"] == pid or p.get("trainer") == pid]
     roles = sorted(p["role"] for p in mine)
     assert roles == ["training", "worker", "worker"], mine
@@ -53,19 +60,16 @@ def test_workers_grouped_under_their_training_process_and_input_bound() -> None:
     assert [r.cells["command"] for r in rows[1:]] == ["├ DataLoader worker", "└ DataLoader worker"]
     assert v["verdict"] == "input-bound", v
     assert f"PID {pid} waits for data" in v["line"] and "its 2 loader workers" in v["line"]
-
-
-def test_on_a_recorded_h100_the_gpu_idle_share_is_named() -> None:
-    pid, v, snap = _watch("input", "h100-sxm-input.json")
-    me = next(p for p in snap["processes"] if p["pid"] == pid)
+    # The same run on a recorded H100: the GPU's idle share is what the line names.
+    me = next(p for p in gsnap["processes"] if p["pid"] == pid)
     assert me["gpus"] and me["gpus"][0]["memory_bytes"] == int(22.4 * 2**30)
-    assert v["verdict"] == "input-bound" and v["gpus"] == [0]
-    assert v["line"].startswith("GPU 0 idle ") and f"the 2 loader workers of PID {pid}" in v["line"]
+    assert gv["verdict"] == "input-bound" and gv["gpus"] == [0]
+    assert gv["line"].startswith("GPU 0 idle ") and f"the 2 loader workers of PID {pid}" in gv["line"]
     # SM activity (GPM), not utilization.gpu, says how idle the GPU is: 18-30 % busy.
-    assert 65 <= 100 - v["facts"]["gpu_util_pct_mean"] <= 85
+    assert 65 <= 100 - gv["facts"]["gpu_util_pct_mean"] <= 85
 
 
 def test_compute_bound_training_is_compute_bound() -> None:
-    pid, v, _ = _watch("compute")
+    pid, [(v, _)] = _watch("compute")
     assert v["verdict"] == "compute-bound", v
     assert v["line"].startswith(f"PID {pid} computes ")
