@@ -39,6 +39,8 @@ COMMANDS: dict[str, str] = {
     "doctor": "pitstop.doctor.command:doctor",
     "explain": "pitstop.explain:explain",
     "lint": "pitstop.lint.command:lint",
+    "monitor": "pitstop.monitor.command:monitor",
+    "plot": "pitstop.monitor.command:plot",
     "profile": "pitstop.profile.command:profile",
     "system": "pitstop.system.command:system",
 }

@@ -37,15 +37,22 @@ class GpuReader:
 
     A field that fails once is not asked again (``Not Supported`` does not change),
     which keeps a sample on a consumer GPU from paying for errors 10 times a second.
+    ``fields`` picks other :data:`~pitstop.telemetry.nvml.GPU_FIELDS` (the monitor reads
+    more than a profile); ``static_fields`` are read once, here, and repeated in every
+    reading (a GPU's name, memory size, clock and temperature limits).
     """
 
-    def __init__(self, nv: Any, indices: list[int] | None = None) -> None:
+    def __init__(self, nv: Any, indices: list[int] | None = None, *,
+                 fields: tuple[str, ...] = TIMELINE_FIELDS,
+                 static_fields: tuple[str, ...] = ()) -> None:
         self._nv = nv
         count = int(nv.nvmlDeviceGetCount())
         self.indices = list(range(count)) if indices is None else indices
         self._handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in self.indices]
         self._fields: dict[str, Callable[[Any, Any], Any]] = {
-            name: GPU_FIELDS[name] for name in TIMELINE_FIELDS}
+            name: GPU_FIELDS[name] for name in fields}
+        self.static: list[dict[str, Any]] = [
+            {name: _static_value(nv, h, name) for name in static_fields} for h in self._handles]
         self.unsupported: dict[str, str] = {}
         self.names = []
         for h in self._handles:
@@ -57,8 +64,8 @@ class GpuReader:
 
     def read(self) -> dict[str, Any]:
         gpus = []
-        for index, handle in zip(self.indices, self._handles, strict=False):
-            entry: dict[str, Any] = {"index": index}
+        for index, handle, static in zip(self.indices, self._handles, self.static, strict=False):
+            entry: dict[str, Any] = {"index": index, **static}
             for name, getter in self._fields.items():
                 if name in self.unsupported:
                     entry[name] = None
@@ -71,8 +78,19 @@ class GpuReader:
             gpus.append(entry)
         return {"gpus": gpus}
 
+    @property
+    def handles(self) -> list[Any]:
+        return list(self._handles)
+
     def close(self) -> None:
         close_nvml()
+
+
+def _static_value(nv: Any, handle: Any, name: str) -> Any:
+    try:
+        return GPU_FIELDS[name](nv, handle)
+    except Exception:  # an unsupported field stays unknown
+        return None
 
 
 def open_gpu_reader() -> tuple[GpuReader | None, str | None]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 
-__all__ = ["CpuReader", "DiskReader", "ProcessTreeReader"]
+__all__ = ["CpuReader", "DiskReader", "ProcessTreeReader", "real_disk_counters"]
 
 # Block devices that are not storage a dataset lives on.
 _VIRTUAL_DISK = re.compile(r"^(loop|ram|zram|sr|fd|md|nbd)\d*")
@@ -51,6 +51,15 @@ class CpuReader:
         return out
 
 
+def real_disk_counters() -> dict[str, Any]:
+    """psutil's per-disk I/O counters of real disks ({} without /proc/diskstats)."""
+    try:
+        counters = psutil.disk_io_counters(perdisk=True) or {}
+    except Exception:  # no /proc/diskstats (some containers)
+        return {}
+    return {name: c for name, c in counters.items() if not _VIRTUAL_DISK.match(name)}
+
+
 class DiskReader:
     """Read throughput (bytes/s) summed over real disks, and the busiest disk's busy percent."""
 
@@ -60,11 +69,7 @@ class DiskReader:
 
     def read(self) -> dict[str, Any]:
         now = time.monotonic()
-        try:
-            disks = {name: c for name, c in psutil.disk_io_counters(perdisk=True).items()
-                     if not _VIRTUAL_DISK.match(name)}
-        except Exception:  # no /proc/diskstats (some containers)
-            disks = {}
+        disks = real_disk_counters()
         out: dict[str, Any] = {"disk_read_bps": None, "disk_busy_pct": None, "disk_busiest": None}
         if self._last is not None and now > self._last_t:
             dt = now - self._last_t

@@ -1,0 +1,65 @@
+"""`pitstop plot` on recordings made by the recorder: PNG and HTML, with each change of
+the verdict marked, from .jsonl and .csv alike."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from monitor_helpers import NVML_SETS
+from pitstop_testing import run_pitstop
+
+from pitstop.monitor.collector import Collector
+from pitstop.monitor.plot import verdict_changes
+from pitstop.monitor.recording import Recorder, read_recording
+from pitstop.telemetry.recorded_nvml import load_recorded_nvml
+
+
+def _recording(path: Path) -> None:
+    """Twelve samples of a recorded H100 whose verdict turns input-bound half way."""
+    collector = Collector(interval_s=0.2, nvml=load_recorded_nvml(NVML_SETS / "h100-sxm-compute.json"))
+    base = collector.once(0.2)
+    rec = Recorder(path, interval_s=1.0)
+    for i in range(12):
+        s = copy.deepcopy(base)
+        s["t"] = base["t"] + i
+        verdict = "compute-bound" if i < 6 else "input-bound"
+        s["verdicts"] = [{"pid": 4242, "gpus": [0], "verdict": verdict, "line": f"PID 4242 → {verdict}"}]
+        rec.write(s)
+    rec.close()
+
+
+def test_verdict_changes_are_found() -> None:
+    snaps = [{"t": 10.0 + i, "verdicts": [{"verdict": v, "line": v or "none"}]}
+             for i, v in enumerate([None, "compute-bound", "compute-bound", "input-bound", "input-bound"])]
+    assert [(t, v) for t, v, _ in verdict_changes(snaps)] == [
+        (0.0, None), (1.0, "compute-bound"), (3.0, "input-bound")]
+
+
+def test_png_and_html_with_the_verdict_changes(tmp_path: Path) -> None:
+    # .jsonl drawn as PNG, .csv as HTML (each format read, each output written).
+    for ext, out_ext in ((".jsonl", ".png"), (".csv", ".html")):
+        src = tmp_path / f"run{ext}"
+        _recording(src)
+        out = tmp_path / f"run{out_ext}"
+        r = run_pitstop("plot", str(src), "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        assert "12 samples" in r.stderr
+        assert len(read_recording(src).snapshots) == 12
+        if out_ext == ".png":
+            assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000
+        else:
+            text = out.read_text()
+            assert "<svg" in text and "</html>" in text
+            assert text.count("<tr><td>") == 2  # the first verdict, and the one change
+            assert "compute-bound" in text and "input-bound" in text and "6 s" in text
+
+
+def test_an_existing_output_is_replaced_whole(tmp_path: Path) -> None:
+    src = tmp_path / "run.jsonl"
+    _recording(src)
+    out = tmp_path / "old.png"
+    out.write_bytes(b"old")
+    assert run_pitstop("plot", str(src), "-o", str(out)).returncode == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
