@@ -320,18 +320,24 @@ DOCS = [
        "safe: binding only changes where the process runs, not what it computes."),
     _d("DR022", "gpu-not-visible-to-driver", "GPU on the PCI bus but missing from the driver", "gpu", P,
        "Compares the GPUs NVML reports (and those it lists but cannot read) with the GPUs this "
-       "process was given. The PCI bus shows the host's GPUs also inside a container, so the "
-       "expected count is the tightest of: the cgroup v1 device rules (`devices.list`, one "
-       "`c 195:N` per GPU), `NVIDIA_VISIBLE_DEVICES` (a list, `none`/`void`, or the device "
-       "plugin's `/var/run/nvidia-container-devices`), in a container its `/dev/nvidiaN` "
-       "nodes, Slurm's `SLURM_STEP_GPUS`/`SLURM_JOB_GPUS`, and `CUDA_VISIBLE_DEVICES`; "
-       "without any of them, every NVIDIA GPU on the PCI bus. The finding says which rule "
-       "decided.",
+       "process was given. The PCI bus shows the host's GPUs also inside a container, so each "
+       "rule that restricts the device nodes gives a count NVML may show: the cgroup v1 device "
+       "rules (`devices.list`, one `c 195:N` per GPU), `NVIDIA_VISIBLE_DEVICES` (a list, "
+       "`none`/`void`, or the device plugin's `/var/run/nvidia-container-devices`), in a "
+       "container its `/dev/nvidiaN` nodes, and Slurm's `SLURM_STEP_GPUS`/`SLURM_JOB_GPUS`; "
+       "without any of them, `CUDA_VISIBLE_DEVICES` (a scheduler that sets only it may filter "
+       "the nodes with an unreadable cgroup v2 rule). A rule that is not enforced on the nodes "
+       "leaves NVML every GPU (`CUDA_VISIBLE_DEVICES` never hides GPUs from the driver), so "
+       "NVML seeing fewer than the tightest rule, or a count between that and all, is a lost "
+       "GPU. MIG instances in a variable are not GPUs; GPUs bound to `vfio-pci` (passed to a "
+       "VM) are not expected. The finding says which rule decided.",
        "A GPU that fell off the bus (Xid 79) or failed to initialise is not used at all; "
        "multi-GPU jobs start with fewer ranks or fail.",
        "```\n1 of 8 GPUs on the PCI bus are not usable by the driver\n"
        "1 of the 2 GPUs given to this container (NVIDIA_VISIBLE_DEVICES=GPU-1f..,GPU-9c.. "
-       "(2 GPU(s))) are not usable by the driver\n```",
+       "(2 GPU(s))) are not usable by the driver\n"
+       "1 of the 8 GPUs on the PCI bus are not usable by the driver (...): NVML sees 7, more "
+       "than the 2 that CUDA_VISIBLE_DEVICES=0,1 (2 GPU(s)) gives, ...\n```",
        "```sh\nsudo dmesg | grep -iE 'NVRM|Xid'\nsudo reboot   # a power cycle is usually needed\n```",
        "manual: a reboot or GPU reset interrupts every job on the machine."),
     # ---------------------------------------------------------------- storage

@@ -11,6 +11,7 @@ from pitstop.doctor.checks.base import (
     NotApplicable,
     Outcome,
     check,
+    env_vars,
     ok,
     problem,
     section,
@@ -112,7 +113,7 @@ def usable_cpus(cpu: dict[str, Any]) -> tuple[float, str]:
 def _thread_setting(facts: Facts) -> tuple[int | None, str]:
     """The intra-op thread count training will use, if the facts say: OMP_NUM_THREADS
     (torch follows it), else torch's own count recorded with --torch."""
-    env = (facts.get("environment") or {}).get("variables") or {}
+    env = env_vars(facts)
     try:
         n = int(str(env.get("OMP_NUM_THREADS", "")).split(",")[0])
         return n, f"OMP_NUM_THREADS={n}"
@@ -126,7 +127,7 @@ def _thread_setting(facts: Facts) -> tuple[int | None, str]:
 
 def _scheduler(facts: Facts) -> str | None:
     """Who handed this process its CPUs: a Slurm job or a container runtime."""
-    env = (facts.get("environment") or {}).get("variables") or {}
+    env = env_vars(facts)
     if env.get("SLURM_JOB_ID"):
         return f"Slurm job {env['SLURM_JOB_ID']}"
     container = facts.get("container") or {}
@@ -171,7 +172,7 @@ def cpu_quota(facts: Facts) -> Outcome:
 @check("DR044", "cpu", 55)
 def oversubscription(facts: Facts) -> Outcome:
     cpu = section(facts, "cpu")
-    env = (facts.get("environment") or {}).get("variables") or {}
+    env = env_vars(facts)
     usable, why = usable_cpus(cpu)
     rt = (facts.get("torch") or {}).get("runtime") or {}
     ev: dict[str, Any] = {"usable_cpus": usable, "limited_by": why}
