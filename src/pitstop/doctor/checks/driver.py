@@ -108,9 +108,7 @@ def nouveau_loaded(facts: Facts) -> Outcome:
         # then nouveau out of the way if nothing blacklists it yet.
         fix = cause.fix
         if not mods.get("nouveau_blacklisted"):
-            fix += ("\nprintf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee "
-                    "/etc/modprobe.d/blacklist-nouveau.conf\nsudo update-initramfs -u && "
-                    "sudo reboot")
+            fix += "\n" + remedies.BLACKLIST_NOUVEAU
         return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU "
                        f"({cause.clause}: DR009)", Remedy.shell(fix, "needs root"), **ev)
     return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU",
