@@ -26,7 +26,8 @@ DOCS: list[CodeDoc] = [
         "virtiofs, and FUSE filesystems (sshfs, s3fs, gcsfuse, rclone, ...); and block devices "
         "that are network volumes, named as such: AWS EBS and GCP Persistent Disk / Azure "
         "managed disks by their sysfs model, Ceph RBD and NBD devices by name, iSCSI LUNs by "
-        "their session in the sysfs path. Instance-local NVMe (`Amazon EC2 NVMe Instance "
+        "their session in the sysfs path, NVMe over Fabrics (TCP, RDMA, FC) by its "
+        "controller's `transport`. Instance-local NVMe (`Amazon EC2 NVMe Instance "
         "Storage`, GCP `nvme_card`) is local.",
         "Every small file costs network round trips (metadata + data); FUSE adds user-space "
         "copies. Throughput per worker is often 10-50x below a local SSD.",
