@@ -154,11 +154,12 @@ def cpu_quota(facts: Facts) -> Outcome:
     hint = (f"size DataLoader workers by these {usable:g} CPUs "
             "(len(os.sched_getaffinity(0))), not os.cpu_count()")
     if why == "CPU affinity" and who:
-        # A cpuset handed out by a scheduler: OpenMP and torch size their pools by the
-        # affinity mask, so only code that reads os.cpu_count() itself oversubscribes.
+        # A cpuset handed out by a scheduler: libgomp sizes its default pool by the affinity
+        # mask (torch 2.13 here: 1 intra-op thread under `taskset -c 0`), so code that reads
+        # os.cpu_count() itself is what oversubscribes; DR044 judges the thread counts.
         ev["assigned_by"] = who
         return ok(f"{who} gave this process {usable:g} of the {online} CPUs (CPU affinity, "
-                  f"which OpenMP and torch follow); {hint}", **ev)
+                  f"which OpenMP's default thread count follows); {hint}", **ev)
     if why.startswith("cgroup") and threads is not None and threads <= usable:
         ev["threads"] = threads_text
         return ok(f"{usable:g} of the {online} CPUs usable ({why}) and {threads_text} fits "
@@ -204,4 +205,9 @@ def oversubscription(facts: Facts) -> Outcome:
                        "CPUs are usable: torch may start more intra-op threads than it can run "
                        "(run with --torch to see its count)",
                        Remedy.shell(f"export OMP_NUM_THREADS={n}"), **ev)
+    if usable < (cpu.get("online") or 0) and not threads and "OMP_NUM_THREADS" not in env:
+        # Only the affinity limits (a quota warned above): OpenMP's default follows it, but
+        # what torch itself starts is known only from its import.
+        return ok(f"no thread count set above the {usable:g} usable CPUs ({why}, which OpenMP's "
+                  "default follows); torch's own count is not known: run with --torch", **ev)
     return ok("thread counts fit the usable CPUs", **ev)

@@ -42,7 +42,8 @@ DOCS: list[CodeDoc] = [
         "Code that sizes pools by `os.cpu_count()` (DataLoader workers, OpenMP threads) starts "
         "far more threads than it may run: they time-share and get throttled by the quota. "
         "Not reported when a scheduler (a Slurm job, a container runtime) handed out a CPU "
-        "affinity mask, which OpenMP and torch follow, nor under a quota that "
+        "affinity mask, which OpenMP's default thread count follows (DR044 judges torch's own "
+        "count), nor under a quota that "
         "`OMP_NUM_THREADS` (or torch's recorded thread count) already fits: the finding is "
         "then `ok` with the hint for DataLoader workers.",
         "```\nos.cpu_count() says 64 but this process may use 8 CPUs (cgroup v2 CPU quota)\n```",
@@ -54,7 +55,10 @@ DOCS: list[CodeDoc] = [
         "Compares `OMP_NUM_THREADS`/`MKL_NUM_THREADS`/`OPENBLAS_NUM_THREADS` and (with `--torch`, "
         "or recorded in a sysroot's `torch_runtime.json`) `torch.get_num_threads()` with the "
         "CPUs this process may use. With none of them known, a cgroup CPU quota below the CPU "
-        "count is a warning (OpenMP sizes its pool by the affinity mask, never by the quota).",
+        "count is a warning (OpenMP sizes its pool by the affinity mask, never by the quota); "
+        "under an affinity mask alone the finding is `ok` and says torch's own count is "
+        "unknown without `--torch` (its inter-op pool, and per pytorch/pytorch#193859 the "
+        "intra-op default of some builds, are sized by the host's cores).",
         "More compute threads than cores make OpenMP threads spin and wait on each other: CPU "
         "ops and data preprocessing get slower, not faster.",
         "```\nOMP_NUM_THREADS=64 but only 8 CPUs usable (cgroup v2 CPU quota)\n```",
