@@ -655,3 +655,19 @@ def test_cloud_network_volume(facts_of) -> None:
     r = one(facts, "DR031")
     assert r.status == "warning" and "Amazon Elastic Block Store" in r.summary
     assert r.remedy is not None and "--io" in r.remedy.text
+
+
+def test_disk_wording_names_the_medium_once(facts_of) -> None:
+    r = one(facts_of("cloud-vm-ebs"), "DR030")
+    assert r.status == "ok"
+    assert "nvme1n1 (AWS EBS volume, model Amazon Elastic Block Store, 2048.0 GiB)" in r.summary
+    r = one(facts_of("rtx4090-workstation"), "DR030")
+    assert "nvme0n1 (nvme SSD Samsung SSD 990 PRO 2TB, 1863.0 GiB)" in r.summary
+
+
+def test_cudnn_hint_under_torch_on_a_sysroot_without_the_recorded_import(facts_of) -> None:
+    facts = facts_of("rtx4090-workstation")
+    facts["torch"]["runtime_missing"] = "no pitstop-recorded/torch_runtime.json in this sysroot"
+    r = one(facts, "DR006")
+    assert r.status == "ok" and "not tested on the GPU: no pitstop-recorded" in r.summary
+    assert "run with --torch" not in r.summary

@@ -229,7 +229,9 @@ def cudnn(facts: Facts) -> Outcome:
                                        for k, (want, have) in mismatch.items()),
                            Remedy.shell(_cudnn_fix(pins, t)), **ev)
         found = ", ".join(f"{k} {v}" for k, v in cudnn_dists.items()) or "bundled in torch/lib"
-        return ok(f"cuDNN present ({found}); run with --torch to test it on the GPU", **ev)
+        untested = (f"not tested on the GPU: {t['runtime_missing']}" if t.get("runtime_missing")
+                    else "run with --torch to test it on the GPU")
+        return ok(f"cuDNN present ({found}); {untested}", **ev)
     if not pins:
         # A conda or source build links cuDNN from elsewhere: only an import can tell.
         raise CannotCheck("torch does not pin a cuDNN wheel (conda or source build?); "
