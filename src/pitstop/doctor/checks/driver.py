@@ -359,6 +359,7 @@ def cuda_libs_match_pins(facts: Facts) -> Outcome:
         parts.append(f"{len(missing)} missing ({', '.join(r.name for r in missing)})")
     return warning(f"of the {len(applying)} nvidia-* CUDA library wheels torch "
                    f"{t.get('version')} requires, " + " and ".join(parts)
-                   + ": another package or an old requirements file replaced them",
+                   + ": pip installs them with torch, so another package's pin, an old "
+                   "requirements file or --no-deps replaced or skipped them",
                    Remedy.shell(fix, "installs exactly what the torch wheel was built and "
                                 "tested with"), **ev)
