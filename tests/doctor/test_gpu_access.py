@@ -242,3 +242,14 @@ def test_cuda_indices_on_unlike_gpus_are_not_nvml_indices(facts_of) -> None:
 def gpu0_of(facts: dict[str, Any]) -> dict[str, Any]:
     g: dict[str, Any] = facts["nvml"]["gpus"][0]
     return g
+
+
+def test_cdi_pod_with_nvidia_visible_devices_void(facts_of) -> None:
+    # With CDI the device plugin injects the nodes itself and sets NVIDIA_VISIBLE_DEVICES
+    # to "void" so that the legacy hook does nothing: the variable's "no GPU" is not what
+    # the pod got, its device node is.
+    facts = facts_of("k8s-pod-1of4")
+    env(facts)["NVIDIA_VISIBLE_DEVICES"] = "void"
+    r = one(facts, "DR022")
+    assert r.status == "ok" and r.evidence["decided_by"] == "the container has /dev/nvidia1"
+    assert "the 1 given to this container" in r.summary
