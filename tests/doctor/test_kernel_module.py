@@ -274,3 +274,28 @@ def test_a_failed_dkms_build_points_at_its_log(tmp_path: Path, facts_of) -> None
     assert r.evidence["dkms_build_log"] == log
     assert r.remedy is not None and r.remedy.text.splitlines()[1].startswith(f"less {log}")
     assert "linux-headers-$(uname -r)" not in r.remedy.text
+
+
+def test_ubuntu_hwe_kernels_get_the_hwe_metapackages(facts_of) -> None:
+    # Ubuntu 22.04's GA kernel is 5.15; a 6.8 kernel there is HWE, and plain
+    # linux-headers-generic would follow 5.15, not it.
+    facts = facts_of("kernel-upgrade-dkms")
+    facts["platform"].update(os_id="ubuntu", os_version_id="22.04")
+    nm = facts["nvidia_module"]
+    nm["running_kernel"] = "6.8.0-60-generic"
+    nm["kernels"] = {"6.8.0-58-generic": {"nvidia_modules": ["updates/dkms/nvidia.ko"],
+                                          "headers": True},
+                     "6.8.0-60-generic": {"nvidia_modules": [], "headers": False}}
+    r = one(facts, "DR009")
+    assert r.remedy is not None
+    assert "sudo apt install linux-headers-generic-hwe-22.04" in r.remedy.text
+    nm["dkms"] = []
+    nm["kernels"]["6.8.0-58-generic"]["nvidia_modules"] = ["kernel/nvidia-550/nvidia.ko"]
+    r = one(facts, "DR009")
+    assert r.remedy is not None
+    assert "sudo apt install linux-modules-nvidia-550-generic-hwe-22.04" in r.remedy.text
+    # The GA kernel of 24.04 is 6.8: plain generic there.
+    facts["platform"]["os_version_id"] = "24.04"
+    r = one(facts, "DR009")
+    assert r.remedy is not None
+    assert "sudo apt install linux-modules-nvidia-550-generic\n" in r.remedy.text + "\n"

@@ -49,6 +49,26 @@ def kernel_flavour(release: str) -> str | None:
     return "-".join(tail) or None
 
 
+# Ubuntu LTS releases and the kernel series they ship at release (GA); a newer series on
+# the same release is the hardware-enablement (HWE) kernel, whose metapackages carry
+# the suffix -hwe-<release> (linux-headers-generic-hwe-22.04).
+UBUNTU_GA_KERNEL = {"20.04": "5.4", "22.04": "5.15", "24.04": "6.8"}
+
+
+def metapackage_flavour(facts: Facts, release: str) -> str | None:
+    """The flavour that kernel metapackages are named after: ``generic``, ``aws``,
+    ``cloud-amd64``; ``generic-hwe-22.04`` for Ubuntu's HWE kernels, whose plain
+    ``generic`` metapackages would follow the release's older GA kernel instead."""
+    flavour = kernel_flavour(release)
+    plat = facts.get("platform") or {}
+    ubuntu = str(plat.get("os_version_id") or "")
+    ga = UBUNTU_GA_KERNEL.get(ubuntu)
+    if flavour in ("generic", "lowlatency") and remedies.family(facts) == "ubuntu" and ga \
+            and not release.startswith(ga + "."):
+        return f"{flavour}-hwe-{ubuntu}"
+    return flavour
+
+
 def _branch(version: str | None) -> str | None:
     m = re.match(r"(\d+)\.", version or "")
     return m.group(1) if m else None
@@ -90,7 +110,7 @@ def _rebuild_fix(facts: Facts, nm: dict[str, Any], running: str) -> str:
     fam = remedies.family(facts)
     headers = (nm.get("kernels") or {}).get(running, {}).get("headers")
     dkms = nm.get("dkms") or []
-    flavour = kernel_flavour(running)
+    flavour = metapackage_flavour(facts, running)
     paths = _module_dirs(nm)
     prebuilt = sorted({p.split("/")[1] for p in paths if p.startswith(PREBUILT_DIR)})
     run_installer = not dkms and not prebuilt and any(
