@@ -299,3 +299,22 @@ def test_ubuntu_hwe_kernels_get_the_hwe_metapackages(facts_of) -> None:
     r = one(facts, "DR009")
     assert r.remedy is not None
     assert "sudo apt install linux-modules-nvidia-550-generic\n" in r.remedy.text + "\n"
+
+
+def test_a_mok_list_split_over_several_variables(tmp_path: Path) -> None:
+    # shim mirrors a MOK list too large for one variable into MokListRT, MokListRT1, ...:
+    # a key in the second part is enrolled.
+    t = parts.Tree(tmp_path)
+    t.file("/proc/sys/kernel/osrelease", "6.1.0-37-amd64")
+    gen.debian_driver_on_disk(t, debian="12", driver="535.247.01", built_for=("6.1.0-37-amd64",),
+                              kernels=("6.1.0-37-amd64",), headers=("6.1.0-37-amd64",))
+    parts.efi(t, secure_boot=True, enrolled=[parts.OTHER_CERT_DER], lockdown="integrity")
+    attrs = (0x6).to_bytes(4, "little")
+    t.bytes("/sys/firmware/efi/efivars/MokListRT1-605dab50-e046-4300-abb6-3dd810dd8b23",
+            attrs + bytes(28) + bytes(16) + parts.DKMS_KEY_DER)  # a signature list
+    keys = probe(tmp_path)["secure_boot"]["signing_keys"]
+    assert keys == [{"path": "/var/lib/dkms/mok.pub", "enrolled": True}]
+    # shim's config table, when there, holds the whole list.
+    t.bytes("/sys/firmware/efi/mok-variables/MokListRT", parts.OTHER_CERT_DER)
+    keys = probe(tmp_path)["secure_boot"]["signing_keys"]
+    assert keys == [{"path": "/var/lib/dkms/mok.pub", "enrolled": False}]

@@ -32,8 +32,10 @@ EFI_GLOBAL = "8be4df61-93ca-11d2-aa0d-e1f7a1d1a1c8"  # EFI_GLOBAL_VARIABLE
 SHIM_LOCK = "605dab50-e046-4300-abb6-3dd810dd8b23"  # shim's MOK variables
 SECURE_BOOT_VAR = f"/sys/firmware/efi/efivars/SecureBoot-{EFI_GLOBAL}"
 SECURE_BOOT_SYSFS = f"/sys/firmware/efi/vars/SecureBoot-{EFI_GLOBAL}/data"
-MOK_LIST_PATHS = (f"/sys/firmware/efi/efivars/MokListRT-{SHIM_LOCK}",
-                  "/sys/firmware/efi/mok-variables/MokListRT")
+# shim's whole MOK list as one table (shim >= 15.3), and the runtime variables it mirrors
+# the list into, split in MokListRT, MokListRT1, MokListRT2... when it is too large for one.
+MOK_TABLE = "/sys/firmware/efi/mok-variables/MokListRT"
+MOK_VARIABLE = "/sys/firmware/efi/efivars/MokListRT{}-" + SHIM_LOCK
 MOK_KEYS = ("/var/lib/dkms/mok.pub", "/var/lib/shim-signed/mok/MOK.der")
 # nvidia.ko, nvidia-current.ko.xz, nvidia-current-open.ko.zst; not the helper modules.
 # (in-tree nvidiafb.ko, the framebuffer driver, and nvidia-wmi-ec-backlight.ko are not it)
@@ -138,7 +140,15 @@ def secure_boot(sr: Sysroot) -> dict[str, Any]:
     lockdown = sr.read_text("/sys/kernel/security/lockdown")
     m = re.search(r"\[(\w+)\]", lockdown or "")
     sig = sr.read_text("/sys/module/module/parameters/sig_enforce")
-    mok = next((b for p in MOK_LIST_PATHS if (b := sr.read_bytes(p)) is not None), None)
+    mok = sr.read_bytes(MOK_TABLE)
+    if mok is None:
+        parts = []
+        for n in ["", *map(str, range(1, 16))]:
+            part = sr.read_bytes(MOK_VARIABLE.format(n))
+            if part is None:
+                break
+            parts.append(part[4:])  # each variable starts with its 4 attribute bytes
+        mok = b"".join(parts) if parts else None
     keys = []
     for key in MOK_KEYS:
         der = sr.read_bytes(key)
