@@ -410,8 +410,9 @@ def gpus_missing_from_nvml(facts: Facts) -> Outcome:
         ev["restrictions"] = given.restrictions
     listed = {str(g.get("pci_bus_id") or "").lower()[-7:] for g in gpus}
     absent = [g["pci_address"] for g in ours if g["pci_address"][-7:] not in listed]
-    # Which ones, when NVML's bus ids account for every GPU it sees (in a container the
-    # absent ones include the host's GPUs that are not ours, so only there on a host).
+    # Name the missing GPUs when NVML's bus ids account for every GPU it sees; where a rule
+    # restricts the GPUs, the absent ones include the GPUs that are not ours, so they are
+    # named only when the whole bus was expected.
     named = f" (missing: {', '.join(absent)})" if absent and len(absent) == len(ours) - seen \
         else ""
     fix = Remedy.shell("sudo dmesg | grep -iE 'NVRM|Xid'   # the driver says why (on the host)\n"
@@ -426,9 +427,13 @@ def gpus_missing_from_nvml(facts: Facts) -> Outcome:
     if seen == len(ours):
         return ok(f"all {len(ours)} GPU(s) on the PCI bus are visible to the driver{vm}", **ev)
     if seen in accepted:
+        rule = next(r for r in given.rules if min(r.count, len(ours)) == seen)
+        # CUDA_VISIBLE_DEVICES alone hides nothing from NVML: a scheduler's device filter
+        # that cannot be read (cgroup v2) must be doing it.
+        how = "" if rule.device_level else ", the device nodes filtered to match"
         return ok(f"NVML sees {seen} GPU(s), the {seen} given to {whose} (decided by: "
-                  f"{accepted[seen]}); the other {len(ours) - seen} on the PCI bus are not "
-                  f"its own{vm}", **ev)
+                  f"{accepted[seen]}{how}); the other {len(ours) - seen} on the PCI bus are "
+                  f"not its own{vm}", **ev)
     if seen < tight:
         ev["gpus_given"] = tight
         where = (f"the {tight} GPUs given to {whose} ({accepted[tight]})" if tight < len(ours)

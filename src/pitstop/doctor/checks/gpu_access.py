@@ -64,6 +64,7 @@ class Given:
         out.setdefault(on_bus, "every GPU on the PCI bus")
         return out
 
+
 def cuda_visible_items(value: str) -> list[str]:
     """The entries of ``CUDA_VISIBLE_DEVICES`` CUDA uses: it stops at the first invalid
     one (a negative index, an empty entry)."""
