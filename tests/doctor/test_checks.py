@@ -421,7 +421,17 @@ def test_a_schedulers_cpuset_is_not_oversubscription(facts_of) -> None:
     q = one(facts, "DR043")
     assert q.status == "ok" and q.evidence["assigned_by"] == "Slurm job 4242"
     assert "os.sched_getaffinity" in q.summary
-    assert one(facts, "DR044").status == "ok"
+    # Only OpenMP's default is known to follow the mask (torch's inter-op pool and, per
+    # pytorch/pytorch#193859, some builds' intra-op default do not): no claim about torch.
+    assert "torch follow" not in q.summary
+    r = one(facts, "DR044")
+    assert r.status == "ok" and "torch's own count is not known: run with --torch" in r.summary
+    # With the import recorded, torch's own count decides.
+    facts["torch"]["runtime"] = {"num_threads": 64, "cuda_available": True}
+    assert one(facts, "DR044").status == "problem"
+    facts["torch"]["runtime"]["num_threads"] = 16
+    assert one(facts, "DR044").summary == "thread counts fit the usable CPUs"
+    del facts["torch"]["runtime"]
     # The same mask on a plain host (taskset by hand) is worth a warning.
     del facts["environment"]["variables"]["SLURM_JOB_ID"]
     assert one(facts, "DR043").status == "warning"
@@ -645,3 +655,19 @@ def test_cloud_network_volume(facts_of) -> None:
     r = one(facts, "DR031")
     assert r.status == "warning" and "Amazon Elastic Block Store" in r.summary
     assert r.remedy is not None and "--io" in r.remedy.text
+
+
+def test_disk_wording_names_the_medium_once(facts_of) -> None:
+    r = one(facts_of("cloud-vm-ebs"), "DR030")
+    assert r.status == "ok"
+    assert "nvme1n1 (AWS EBS volume, model Amazon Elastic Block Store, 2048.0 GiB)" in r.summary
+    r = one(facts_of("rtx4090-workstation"), "DR030")
+    assert "nvme0n1 (nvme SSD Samsung SSD 990 PRO 2TB, 1863.0 GiB)" in r.summary
+
+
+def test_cudnn_hint_under_torch_on_a_sysroot_without_the_recorded_import(facts_of) -> None:
+    facts = facts_of("rtx4090-workstation")
+    facts["torch"]["runtime_missing"] = "no pitstop-recorded/torch_runtime.json in this sysroot"
+    r = one(facts, "DR006")
+    assert r.status == "ok" and "not tested on the GPU: no pitstop-recorded" in r.summary
+    assert "run with --torch" not in r.summary

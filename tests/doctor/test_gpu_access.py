@@ -149,3 +149,107 @@ def test_the_desktop_on_the_gpu_is_not_a_competitor(facts_of) -> None:
                   "used_memory_bytes": 9 << 30})
     r = one(facts, "DR019")
     assert r.status == "warning" and "blender" in r.summary and "Xorg" not in r.summary
+
+
+def _eight_gpu_host(facts: dict[str, Any], seen: int) -> dict[str, Any]:
+    """The DGX of slurm-node-2of8 outside any job, with NVML listing ``seen`` of its 8."""
+    for var in ("SLURM_JOB_ID", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE",
+                "CUDA_VISIBLE_DEVICES"):
+        env(facts).pop(var, None)
+    template = facts["nvml"]["gpus"][0]
+    buses = [g["pci_address"] for g in facts["pci"]["nvidia_gpus"]]
+    facts["nvml"]["gpus"] = [dict(template, index=i, uuid=f"GPU-{i}", pci_bus_id=f"0000{bus}")
+                             for i, bus in enumerate(buses[:seen])]
+    return facts
+
+
+def test_cuda_visible_devices_does_not_hide_a_lost_gpu_from_the_driver(facts_of) -> None:
+    # CUDA_VISIBLE_DEVICES picks GPUs for CUDA; NVML still lists all of them. A GPU that
+    # fell off the bus on a host where it is set is still a lost GPU.
+    facts = _eight_gpu_host(facts_of("slurm-node-2of8"), seen=7)
+    env(facts)["CUDA_VISIBLE_DEVICES"] = "0,1"
+    r = one(facts, "DR022")
+    assert r.status == "problem", r.summary
+    assert r.summary.startswith("1 of the 8 GPUs on the PCI bus are not usable")
+    assert "CUDA_VISIBLE_DEVICES=0,1" in r.summary
+    assert r.evidence["missing_from_nvml"] == [facts["pci"]["nvidia_gpus"][7]["pci_address"]]
+    # All eight seen: fine, whatever CUDA_VISIBLE_DEVICES picks.
+    assert one(_eight_gpu_host(facts_of("slurm-node-2of8"), seen=8), "DR022").status == "ok"
+    # A scheduler that sets only CUDA_VISIBLE_DEVICES and filters the device nodes with
+    # cgroup v2 (unreadable): NVML sees exactly the two, which that variable explains.
+    facts = _eight_gpu_host(facts_of("slurm-node-2of8"), seen=2)
+    env(facts)["CUDA_VISIBLE_DEVICES"] = "0,1"
+    r = one(facts, "DR022")
+    assert r.status == "ok" and r.evidence["decided_by"].startswith("CUDA_VISIBLE_DEVICES")
+
+
+def test_a_slurm_job_without_constrain_devices_still_sees_a_lost_gpu(facts_of) -> None:
+    # Without ConstrainDevices NVML sees all eight; seven means one fell off the bus,
+    # although seven is more than the job's two.
+    facts = _eight_gpu_host(facts_of("slurm-node-2of8"), seen=7)
+    env(facts).update(SLURM_JOB_ID="4242", SLURM_JOB_GPUS="2,3", CUDA_VISIBLE_DEVICES="2,3")
+    r = one(facts, "DR022")
+    assert r.status == "problem" and "1 of the 8 GPUs on the PCI bus" in r.summary
+
+
+def test_mig_instances_are_not_gpus(facts_of) -> None:
+    # A pod given two MIG slices of one A100 (the device plugin's mixed strategy): one GPU
+    # node, NVML lists the one parent GPU. Two entries are not two GPUs.
+    facts = facts_of("k8s-pod-1of4")
+    env(facts)["NVIDIA_VISIBLE_DEVICES"] = ("MIG-3f1a2b4c-5d6e-7f80-9a1b-2c3d4e5f6a7b,"
+                                           "MIG-8b7c6d5e-4f3a-2b1c-0d9e-8f7a6b5c4d3e")
+    env(facts)["CUDA_VISIBLE_DEVICES"] = env(facts)["NVIDIA_VISIBLE_DEVICES"]
+    r = one(facts, "DR022")
+    assert r.status == "ok", r.summary
+    assert r.evidence["decided_by"] == "the container has /dev/nvidia1"
+    # On a host, a MIG instance in CUDA_VISIBLE_DEVICES leaves NVML all the GPUs.
+    facts = _eight_gpu_host(facts_of("slurm-node-2of8"), seen=8)
+    env(facts)["CUDA_VISIBLE_DEVICES"] = "MIG-3f1a2b4c-5d6e-7f80-9a1b-2c3d4e5f6a7b"
+    assert one(facts, "DR022").status == "ok"
+    assert len(in_use(facts, facts["nvml"]["gpus"])) == 8
+
+
+def test_gpus_passed_through_to_a_vm_are_not_missing(facts_of) -> None:
+    # A workstation that hands its second GPU to a VM (vfio-pci): NVML cannot see it, and
+    # must not.
+    facts = facts_of("rtx4090-workstation")
+    second = copy.deepcopy(facts["pci"]["nvidia_gpus"][0])
+    second.update(pci_address="0000:02:00.0", driver="vfio-pci")
+    facts["pci"]["nvidia_gpus"].append(second)
+    r = one(facts, "DR022")
+    assert r.status == "ok" and "1 more bound to vfio-pci" in r.summary
+    assert r.evidence["passed_through"] == ["0000:02:00.0"]
+    facts["pci"]["nvidia_gpus"][0]["driver"] = "vfio-pci"
+    assert one(facts, "DR022").not_applicable
+
+
+def test_cuda_indices_on_unlike_gpus_are_not_nvml_indices(facts_of) -> None:
+    # CUDA numbers GPUs fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID: on a box with
+    # an RTX 4090 and a smaller card, CUDA_VISIBLE_DEVICES=0 need not be NVML's GPU 0, so
+    # the per-GPU checks judge both.
+    facts = facts_of("rtx4090-workstation")
+    small = dict(gpu0_of(facts), index=1, name="NVIDIA GeForce RTX 3060", uuid="GPU-b")
+    facts["nvml"]["gpus"].append(small)
+    env(facts)["CUDA_VISIBLE_DEVICES"] = "0"
+    assert len(in_use(facts, facts["nvml"]["gpus"])) == 2
+    env(facts)["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    assert [g["index"] for g in in_use(facts, facts["nvml"]["gpus"])] == [0]
+    env(facts)["CUDA_VISIBLE_DEVICES"] = "GPU-b"  # a UUID is unambiguous in either order
+    del env(facts)["CUDA_DEVICE_ORDER"]
+    assert [g["index"] for g in in_use(facts, facts["nvml"]["gpus"])] == [1]
+
+
+def gpu0_of(facts: dict[str, Any]) -> dict[str, Any]:
+    g: dict[str, Any] = facts["nvml"]["gpus"][0]
+    return g
+
+
+def test_cdi_pod_with_nvidia_visible_devices_void(facts_of) -> None:
+    # With CDI the device plugin injects the nodes itself and sets NVIDIA_VISIBLE_DEVICES
+    # to "void" so that the legacy hook does nothing: the variable's "no GPU" is not what
+    # the pod got, its device node is.
+    facts = facts_of("k8s-pod-1of4")
+    env(facts)["NVIDIA_VISIBLE_DEVICES"] = "void"
+    r = one(facts, "DR022")
+    assert r.status == "ok" and r.evidence["decided_by"] == "the container has /dev/nvidia1"
+    assert "the 1 given to this container" in r.summary

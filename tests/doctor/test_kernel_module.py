@@ -110,9 +110,14 @@ def test_ubuntu_prebuilt_modules_name_the_linux_modules_package(facts_of) -> Non
     assert r.remedy is not None
     assert "sudo apt install linux-modules-nvidia-550-$(uname -r)" in r.remedy.text
     assert "ubuntu-drivers install" in r.remedy.text
+    # Headers do not bring a prebuilt module to the next kernel; its flavour's metapackage
+    # does.
+    assert "sudo apt install linux-modules-nvidia-550-generic" in r.remedy.text
+    assert "linux-headers" not in r.remedy.text
     nm["kernels"]["6.8.0-58-generic"]["nvidia_modules"] = ["kernel/nvidia-570srv/nvidia.ko"]
     r = one(facts, "DR009")
     assert r.remedy is not None and "linux-modules-nvidia-570-server-$(uname -r)" in r.remedy.text
+    assert "sudo apt install linux-modules-nvidia-570-server-generic" in r.remedy.text
 
 
 def test_ubuntu_dkms(facts_of) -> None:
@@ -192,3 +197,124 @@ def test_nouveau_loaded_after_an_upgrade_gets_the_module_fix(facts_of) -> None:
     assert r.status == "problem" and "not built for the running kernel" in r.summary
     assert r.remedy is not None
     assert "sudo dkms autoinstall" in r.remedy.text and "blacklist nouveau" in r.remedy.text
+
+
+def _ubuntu_prebuilt(facts: dict) -> dict:
+    """cloud-vm-ebs (Ubuntu, Canonical's prebuilt 550-server module for the running
+    kernel) with the module not loaded."""
+    facts["kernel_modules"]["nvidia_loaded"] = False
+    return facts
+
+
+def test_secure_boot_does_not_refuse_canonicals_signed_prebuilt_module(facts_of) -> None:
+    # Ubuntu's linux-modules-nvidia-* are signed by Canonical, whose key the kernel
+    # trusts: no MOK is needed, so Secure Boot is not the cause (and no DKMS key exists).
+    facts = _ubuntu_prebuilt(facts_of("cloud-vm-ebs"))
+    facts["nvidia_module"]["secure_boot"].update(enabled=True, signing_keys=[])
+    r = one(facts, "DR009")
+    assert r.status == "problem" and "Secure Boot" not in r.summary, r.summary
+    assert r.remedy is not None and "mokutil" not in r.remedy.text
+    assert "sudo modprobe nvidia" in r.remedy.text
+
+
+def test_secure_boot_wording_follows_what_was_read(facts_of) -> None:
+    facts = facts_of("secure-boot-mok")
+    sb = facts["nvidia_module"]["secure_boot"]
+    # The MOK list could not be read: enrolment is unknown, not "not enrolled".
+    sb["signing_keys"][0]["enrolled"] = None
+    r = one(facts, "DR009")
+    assert "could not be read" in r.summary and "not enrolled" not in r.summary
+    assert r.evidence["signing_keys"] == ["/var/lib/dkms/mok.pub: enrolment unknown"]
+    # No signing key at all: the module may be unsigned; the fix makes one first.
+    sb["signing_keys"] = []
+    r = one(facts, "DR009")
+    assert "no DKMS signing key was found" in r.summary
+    assert r.remedy is not None
+    lines = r.remedy.text.splitlines()
+    assert lines[1].startswith("sudo apt install --reinstall nvidia-kernel-dkms")
+    assert "sudo mokutil --import /var/lib/dkms/mok.pub" in r.remedy.text
+    # On Ubuntu the key dkms signs with is shim-signed's.
+    facts["platform"].update(os_id="ubuntu", os_version_id="24.04")
+    r = one(facts, "DR009")
+    assert r.remedy is not None
+    assert "sudo mokutil --import /var/lib/shim-signed/mok/MOK.der" in r.remedy.text
+    assert "nvidia-dkms-550" in r.remedy.text
+
+
+def test_a_run_installer_module_is_rebuilt_with_the_installer(facts_of) -> None:
+    # NVIDIA's .run installer (without --dkms) put nvidia.ko in kernel/drivers/video for
+    # the old kernel; apt has no package to reinstall.
+    facts = facts_of("kernel-upgrade-dkms")
+    nm = facts["nvidia_module"]
+    nm["dkms"] = []
+    nm["kernels"]["6.1.0-35-amd64"]["nvidia_modules"] = ["kernel/drivers/video/nvidia.ko"]
+    r = one(facts, "DR009")
+    assert r.remedy is not None
+    fix = r.remedy.text
+    assert ".run --dkms" in fix and "nvidia-kernel-dkms" not in fix
+    assert "linux-headers-$(uname -r)" in fix
+
+
+def test_a_failed_dkms_build_points_at_its_log(tmp_path: Path, facts_of) -> None:
+    # Headers installed, DKMS ran for the new kernel and left only its log (a driver too
+    # old for the kernel): the log is the first thing to read, not "install the headers".
+    t = parts.Tree(tmp_path)
+    t.file("/proc/sys/kernel/osrelease", "6.1.0-37-amd64")
+    gen.debian_driver_on_disk(t, debian="12", driver="535.247.01", built_for=("6.1.0-35-amd64",),
+                              kernels=("6.1.0-35-amd64", "6.1.0-37-amd64"),
+                              headers=("6.1.0-35-amd64", "6.1.0-37-amd64"))
+    log = "/var/lib/dkms/nvidia-current/535.247.01/6.1.0-37-amd64/x86_64/log/make.log"
+    t.file(log, "error: implicit declaration of function 'drm_fbdev_generic_setup'\n")
+    nm = probe(tmp_path)
+    assert nm["dkms"][0]["failed_for"] == {"6.1.0-37-amd64": log}
+    facts = facts_of("kernel-upgrade-dkms")
+    facts["nvidia_module"] = nm
+    r = one(facts, "DR009")
+    assert f"DKMS's build for 6.1.0-37-amd64 failed ({log})" in r.summary
+    assert r.evidence["dkms_build_log"] == log
+    assert r.remedy is not None and r.remedy.text.splitlines()[1].startswith(f"less {log}")
+    assert "linux-headers-$(uname -r)" not in r.remedy.text
+
+
+def test_ubuntu_hwe_kernels_get_the_hwe_metapackages(facts_of) -> None:
+    # Ubuntu 22.04's GA kernel is 5.15; a 6.8 kernel there is HWE, and plain
+    # linux-headers-generic would follow 5.15, not it.
+    facts = facts_of("kernel-upgrade-dkms")
+    facts["platform"].update(os_id="ubuntu", os_version_id="22.04")
+    nm = facts["nvidia_module"]
+    nm["running_kernel"] = "6.8.0-60-generic"
+    nm["kernels"] = {"6.8.0-58-generic": {"nvidia_modules": ["updates/dkms/nvidia.ko"],
+                                          "headers": True},
+                     "6.8.0-60-generic": {"nvidia_modules": [], "headers": False}}
+    r = one(facts, "DR009")
+    assert r.remedy is not None
+    assert "sudo apt install linux-headers-generic-hwe-22.04" in r.remedy.text
+    nm["dkms"] = []
+    nm["kernels"]["6.8.0-58-generic"]["nvidia_modules"] = ["kernel/nvidia-550/nvidia.ko"]
+    r = one(facts, "DR009")
+    assert r.remedy is not None
+    assert "sudo apt install linux-modules-nvidia-550-generic-hwe-22.04" in r.remedy.text
+    # The GA kernel of 24.04 is 6.8: plain generic there.
+    facts["platform"]["os_version_id"] = "24.04"
+    r = one(facts, "DR009")
+    assert r.remedy is not None
+    assert "sudo apt install linux-modules-nvidia-550-generic\n" in r.remedy.text + "\n"
+
+
+def test_a_mok_list_split_over_several_variables(tmp_path: Path) -> None:
+    # shim mirrors a MOK list too large for one variable into MokListRT, MokListRT1, ...:
+    # a key in the second part is enrolled.
+    t = parts.Tree(tmp_path)
+    t.file("/proc/sys/kernel/osrelease", "6.1.0-37-amd64")
+    gen.debian_driver_on_disk(t, debian="12", driver="535.247.01", built_for=("6.1.0-37-amd64",),
+                              kernels=("6.1.0-37-amd64",), headers=("6.1.0-37-amd64",))
+    parts.efi(t, secure_boot=True, enrolled=[parts.OTHER_CERT_DER], lockdown="integrity")
+    attrs = (0x6).to_bytes(4, "little")
+    t.bytes("/sys/firmware/efi/efivars/MokListRT1-605dab50-e046-4300-abb6-3dd810dd8b23",
+            attrs + bytes(28) + bytes(16) + parts.DKMS_KEY_DER)  # a signature list
+    keys = probe(tmp_path)["secure_boot"]["signing_keys"]
+    assert keys == [{"path": "/var/lib/dkms/mok.pub", "enrolled": True}]
+    # shim's config table, when there, holds the whole list.
+    t.bytes("/sys/firmware/efi/mok-variables/MokListRT", parts.OTHER_CERT_DER)
+    keys = probe(tmp_path)["secure_boot"]["signing_keys"]
+    assert keys == [{"path": "/var/lib/dkms/mok.pub", "enrolled": False}]

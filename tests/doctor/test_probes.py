@@ -83,6 +83,7 @@ def test_mountinfo_escapes_and_longest_prefix() -> None:
     ("/sys/devices/pci0000:00/0000:00:03.0/0000:05:00.0/host7/rport-7:0-0/target7:0:0/"
      "7:0:0:1/block/sdd", "sdd", "fc"),
     ("/sys/devices/virtual/block/rbd0", "rbd0", "rbd"),
+    ("/sys/devices/virtual/nvme-fabrics/ctl/nvme1/nvme1n1", "nvme1n1", "nvme-of"),
 ])
 def test_transport(path: str, name: str, kind: str) -> None:
     assert transport(path, name) == kind
@@ -270,6 +271,8 @@ def test_ebs_volume_is_a_network_block_device(tmp_path: Path) -> None:
     ("/sys/devices/vbd-51712/block/xvda", "xvda", None, None, 1, "virtual", "virtual disk"),
     ("/sys/devices/pci0000:00/0000:00:02.4/0000:02:00.0/nvme/nvme0/nvme0n1", "nvme0n1", None,
      "Samsung SSD 990 PRO 2TB", 0, "ssd", "SSD"),
+    ("/sys/devices/virtual/nvme-fabrics/ctl/nvme1/nvme1n1", "nvme1n1", None, "Linux", 0,
+     "network-volume", "NVMe over Fabrics volume"),
 ])
 def test_disk_medium(path: str, name: str, vendor: str | None, model: str | None, rot: int,
                      kind: str, label: str) -> None:
@@ -336,3 +339,30 @@ def test_the_architecture_for_markers(tmp_path: Path) -> None:
     gen.python_env(t, py="3.12.3", glibc="2.39", wheel=gen.TORCH_280, machine="aarch64")
     out = pyprobe.probe_torch(ctx_for(tmp_path))
     assert out["marker_environment"]["platform_machine"] == "aarch64" and out["pins"] == {}
+
+
+def test_nvme_over_tcp_behind_a_multipath_head_is_a_network_volume(tmp_path: Path) -> None:
+    # With native NVMe multipath (the Debian and Ubuntu kernels' default) a fabrics
+    # namespace is a head below nvme-subsystem, not below nvme-fabrics: its controllers'
+    # transport file says how it is reached (drivers/nvme/host/core.c, "transport").
+    t = gen.Tree(tmp_path)
+    head = "/sys/devices/virtual/nvme-subsystem/nvme-subsys1/nvme1n1"
+    subsys = "/sys/devices/virtual/nvme-subsystem/nvme-subsys1"
+    ctrl = "/sys/devices/virtual/nvme-fabrics/ctl/nvme1"
+    t.file(f"{head}/queue/rotational", "0")
+    t.file(f"{head}/queue/read_ahead_kb", "128")
+    t.file(f"{head}/size", str(2 << 31))
+    t.link(f"{head}/device", subsys)
+    t.file(f"{subsys}/model", "Linux")
+    t.link(f"{subsys}/nvme1", ctrl)
+    t.file(f"{ctrl}/transport", "tcp")
+    t.link("/sys/dev/block/259:8", head)
+    gen.mountinfo(t, ["259:8 / /data rw - xfs /dev/nvme1n1 rw"])
+    disk = storage.probe(ctx_for(tmp_path, "/data"))["disks"][0]
+    assert disk["transport"] == "nvme-of" and disk["nvme_transport"] == "tcp"
+    m = disk_medium(disk)
+    assert (m.kind, m.label) == ("network-volume", "NVMe over Fabrics volume (tcp)")
+    # A local PCIe drive keeps its kind, and says so.
+    t.file(f"{ctrl}/transport", "pcie")
+    disk = storage.probe(ctx_for(tmp_path, "/data"))["disks"][0]
+    assert disk["transport"] == "nvme" and disk_medium(disk).kind == "ssd"

@@ -48,11 +48,14 @@ def transport(sys_path: str, name: str) -> str:
 
     iSCSI LUNs hang below their session (``/sys/devices/platform/hostH/sessionS/...``,
     iscsiadm(8)), Fibre Channel ones below a remote port (``rport-H:B-R``), Hyper-V's
-    synthetic SCSI below ``VMBUS``; Ceph RBD and NBD devices are virtual ``rbdN``/``nbdN``.
+    synthetic SCSI below ``VMBUS``; Ceph RBD and NBD devices are virtual ``rbdN``/``nbdN``;
+    NVMe over Fabrics namespaces below ``nvme-fabrics`` (a multipath head, below
+    ``nvme-subsystem``, is told by its controllers' ``transport``: :func:`nvme_transport`).
     """
     p = sys_path.lower()
     if name.startswith("nvme"):
-        return "nvme"
+        # NVMe over TCP/RDMA/FC controllers hang below the fabrics class device.
+        return "nvme-of" if "/nvme-fabrics/" in p else "nvme"
     if "/usb" in p:
         return "usb"
     if name.startswith("vd") or "/virtio" in p:
@@ -82,12 +85,32 @@ def transport(sys_path: str, name: str) -> str:
     return "unknown"
 
 
+# Controller transports (/sys/class/nvme/nvmeN/transport) that cross a network.
+NVME_FABRICS = ("tcp", "rdma", "fc")
+
+
+def nvme_transport(sr: Sysroot, sys_path: str) -> str | None:
+    """``pcie``, ``tcp``, ``rdma``, ``fc`` or ``loop``: the transport of the controller of an
+    NVMe namespace (``device`` is the controller, or for a native-multipath head the
+    subsystem, which lists its controllers)."""
+    found = sr.read_text(f"{sys_path}/device/transport")
+    if found:
+        return found
+    for ctrl in sr.listdir(f"{sys_path}/device"):
+        if re.fullmatch(r"nvme\d+", ctrl):
+            found = sr.read_text(f"{sys_path}/device/{ctrl}/transport")
+            if found:
+                return found
+    return None
+
+
 @dataclass(frozen=True)
 class Medium:
     """What stores a disk's data, as far as sysfs tells.
 
     ``kind``: ``hdd`` (a spinning disk), ``ssd`` (local flash), ``network-volume``
-    (EBS, Persistent Disk, Ceph RBD, iSCSI, NBD: every read crosses a network),
+    (EBS, Persistent Disk, Ceph RBD, iSCSI, NBD, NVMe over Fabrics: every read crosses a
+    network),
     ``virtual`` (a hypervisor's disk whose backing store the guest cannot see),
     ``ram`` or ``unknown``. ``label`` names it for a person; ``why`` is the sysfs
     evidence that decided.
@@ -113,6 +136,10 @@ def disk_medium(disk: Mapping[str, Any]) -> Medium:
         return Medium("network-volume", "Ceph RBD volume", f"{name} is a Ceph RBD device")
     if tr == "nbd":
         return Medium("network-volume", "network block device (NBD)", f"{name} is an NBD device")
+    if tr == "nvme-of":
+        over = disk.get("nvme_transport")
+        return Medium("network-volume", "NVMe over Fabrics volume" + (f" ({over})" if over else ""),
+                      f"{name}'s controller uses the {over or 'fabrics'} transport")
     if tr == "iscsi":
         return Medium("network-volume", "iSCSI LUN", "an iSCSI session in its sysfs path")
     if tr == "network-block":  # facts written before the transports were split
@@ -219,6 +246,9 @@ class BlockResolver:
             return
         model = sr.read_text(f"{sys_path}/device/model")
         kind = transport(sys_path, name)
+        over = nvme_transport(sr, sys_path) if kind.startswith("nvme") else None
+        if over in NVME_FABRICS:
+            kind = "nvme-of"
         disk = {
             "name": name,
             "transport": kind,
@@ -231,6 +261,8 @@ class BlockResolver:
             "read_ahead_kb": sr.read_int(f"{sys_path}/queue/read_ahead_kb", 10),
             "sysfs_path": sys_path,
         }
+        if over:
+            disk["nvme_transport"] = over
         self.chain.append({"kind": "disk", "name": name})
         self.disks.append(disk)
 

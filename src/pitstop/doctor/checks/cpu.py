@@ -11,6 +11,7 @@ from pitstop.doctor.checks.base import (
     NotApplicable,
     Outcome,
     check,
+    env_vars,
     ok,
     problem,
     section,
@@ -112,7 +113,7 @@ def usable_cpus(cpu: dict[str, Any]) -> tuple[float, str]:
 def _thread_setting(facts: Facts) -> tuple[int | None, str]:
     """The intra-op thread count training will use, if the facts say: OMP_NUM_THREADS
     (torch follows it), else torch's own count recorded with --torch."""
-    env = (facts.get("environment") or {}).get("variables") or {}
+    env = env_vars(facts)
     try:
         n = int(str(env.get("OMP_NUM_THREADS", "")).split(",")[0])
         return n, f"OMP_NUM_THREADS={n}"
@@ -126,7 +127,7 @@ def _thread_setting(facts: Facts) -> tuple[int | None, str]:
 
 def _scheduler(facts: Facts) -> str | None:
     """Who handed this process its CPUs: a Slurm job or a container runtime."""
-    env = (facts.get("environment") or {}).get("variables") or {}
+    env = env_vars(facts)
     if env.get("SLURM_JOB_ID"):
         return f"Slurm job {env['SLURM_JOB_ID']}"
     container = facts.get("container") or {}
@@ -153,11 +154,12 @@ def cpu_quota(facts: Facts) -> Outcome:
     hint = (f"size DataLoader workers by these {usable:g} CPUs "
             "(len(os.sched_getaffinity(0))), not os.cpu_count()")
     if why == "CPU affinity" and who:
-        # A cpuset handed out by a scheduler: OpenMP and torch size their pools by the
-        # affinity mask, so only code that reads os.cpu_count() itself oversubscribes.
+        # A cpuset handed out by a scheduler: libgomp sizes its default pool by the affinity
+        # mask (torch 2.13 here: 1 intra-op thread under `taskset -c 0`), so code that reads
+        # os.cpu_count() itself is what oversubscribes; DR044 judges the thread counts.
         ev["assigned_by"] = who
         return ok(f"{who} gave this process {usable:g} of the {online} CPUs (CPU affinity, "
-                  f"which OpenMP and torch follow); {hint}", **ev)
+                  f"which OpenMP's default thread count follows); {hint}", **ev)
     if why.startswith("cgroup") and threads is not None and threads <= usable:
         ev["threads"] = threads_text
         return ok(f"{usable:g} of the {online} CPUs usable ({why}) and {threads_text} fits "
@@ -171,7 +173,7 @@ def cpu_quota(facts: Facts) -> Outcome:
 @check("DR044", "cpu", 55)
 def oversubscription(facts: Facts) -> Outcome:
     cpu = section(facts, "cpu")
-    env = (facts.get("environment") or {}).get("variables") or {}
+    env = env_vars(facts)
     usable, why = usable_cpus(cpu)
     rt = (facts.get("torch") or {}).get("runtime") or {}
     ev: dict[str, Any] = {"usable_cpus": usable, "limited_by": why}
@@ -203,4 +205,9 @@ def oversubscription(facts: Facts) -> Outcome:
                        "CPUs are usable: torch may start more intra-op threads than it can run "
                        "(run with --torch to see its count)",
                        Remedy.shell(f"export OMP_NUM_THREADS={n}"), **ev)
+    if usable < (cpu.get("online") or 0) and not threads and "OMP_NUM_THREADS" not in env:
+        # Only the affinity limits (a quota warned above): OpenMP's default follows it, but
+        # what torch itself starts is known only from its import.
+        return ok(f"no thread count set above the {usable:g} usable CPUs ({why}, which OpenMP's "
+                  "default follows); torch's own count is not known: run with --torch", **ev)
     return ok("thread counts fit the usable CPUs", **ev)

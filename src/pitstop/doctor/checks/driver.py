@@ -108,9 +108,7 @@ def nouveau_loaded(facts: Facts) -> Outcome:
         # then nouveau out of the way if nothing blacklists it yet.
         fix = cause.fix
         if not mods.get("nouveau_blacklisted"):
-            fix += ("\nprintf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee "
-                    "/etc/modprobe.d/blacklist-nouveau.conf\nsudo update-initramfs -u && "
-                    "sudo reboot")
+            fix += "\n" + remedies.BLACKLIST_NOUVEAU
         return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU "
                        f"({cause.clause}: DR009)", Remedy.shell(fix, "needs root"), **ev)
     return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU",
@@ -238,7 +236,9 @@ def cudnn(facts: Facts) -> Outcome:
                                        for k, (want, have) in mismatch.items()),
                            Remedy.shell(_cudnn_fix(pins, t)), **ev)
         found = ", ".join(f"{k} {v}" for k, v in cudnn_dists.items()) or "bundled in torch/lib"
-        return ok(f"cuDNN present ({found}); run with --torch to test it on the GPU", **ev)
+        untested = (f"not tested on the GPU: {t['runtime_missing']}" if t.get("runtime_missing")
+                    else "run with --torch to test it on the GPU")
+        return ok(f"cuDNN present ({found}); {untested}", **ev)
     if not pins:
         # A conda or source build links cuDNN from elsewhere: only an import can tell.
         raise CannotCheck("torch does not pin a cuDNN wheel (conda or source build?); "
@@ -366,6 +366,7 @@ def cuda_libs_match_pins(facts: Facts) -> Outcome:
         parts.append(f"{len(missing)} missing ({', '.join(r.name for r in missing)})")
     return warning(f"of the {len(applying)} nvidia-* CUDA library wheels torch "
                    f"{t.get('version')} requires, " + " and ".join(parts)
-                   + ": another package or an old requirements file replaced them",
+                   + ": pip installs them with torch, so another package's pin, an old "
+                   "requirements file or --no-deps replaced or skipped them",
                    Remedy.shell(fix, "installs exactly what the torch wheel was built and "
                                 "tested with"), **ev)

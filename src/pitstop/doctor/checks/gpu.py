@@ -373,6 +373,11 @@ def numa_affinity(facts: Facts) -> list[Outcome]:
     return out
 
 
+# Drivers that hold a GPU for something other than this machine's CUDA (passed through to
+# a virtual machine): nobody's NVML here sees such a GPU, by design.
+PASSTHROUGH_DRIVERS = ("vfio-pci", "pci-stub")
+
+
 @check("DR022", "gpu", 90)
 def gpus_missing_from_nvml(facts: Facts) -> Outcome:
     pci = pci_gpus(facts)
@@ -383,17 +388,33 @@ def gpus_missing_from_nvml(facts: Facts) -> Outcome:
         raise NotApplicable("no NVIDIA GPU on the PCI bus")
     if not nvml.get("available"):
         raise CannotCheck(f"NVML unavailable: {nvml.get('reason')}")
+    passed = [g["pci_address"] for g in pci if g.get("driver") in PASSTHROUGH_DRIVERS]
+    ours = [g for g in pci if g.get("driver") not in PASSTHROUGH_DRIVERS]
+    if not ours:
+        raise NotApplicable(f"every NVIDIA GPU on the PCI bus is bound to {pci[0]['driver']} "
+                            "(passed through to a virtual machine)")
     gpus = list(nvml.get("gpus") or [])
     lost = [g for g in gpus if "error" in g]
     seen = len(gpus) - len(lost)
     given = gpus_given(facts)
-    expected = len(pci) if given.count is None else min(given.count, len(pci))
+    accepted = given.nvml_counts(len(ours))
+    tight = min(accepted)
     in_container = bool((facts.get("container") or {}).get("in_container"))
     whose = "this container" if in_container else "this process"
     ev: dict[str, Any] = {"gpus_on_pci": len(pci), "gpus_in_nvml": seen,
-                          "gpus_given": expected, "decided_by": given.rule}
+                          "gpus_given": min(given.count, len(ours)) if given.count is not None
+                          else len(ours), "decided_by": accepted.get(seen, given.rule)}
+    if passed:
+        ev["passed_through"] = passed
     if given.restrictions:
         ev["restrictions"] = given.restrictions
+    listed = {str(g.get("pci_bus_id") or "").lower()[-7:] for g in gpus}
+    absent = [g["pci_address"] for g in ours if g["pci_address"][-7:] not in listed]
+    # Name the missing GPUs when NVML's bus ids account for every GPU it sees; where a rule
+    # restricts the GPUs, the absent ones include the GPUs that are not ours, so they are
+    # named only when the whole bus was expected.
+    named = f" (missing: {', '.join(absent)})" if absent and len(absent) == len(ours) - seen \
+        else ""
     fix = Remedy.shell("sudo dmesg | grep -iE 'NVRM|Xid'   # the driver says why (on the host)\n"
                        "nvidia-smi -q | grep -iE 'Bus Id|Pending|Xid'\n"
                        "sudo reboot   # a GPU that fell off the bus needs a power cycle")
@@ -402,13 +423,31 @@ def gpus_missing_from_nvml(facts: Facts) -> Outcome:
         return problem(f"{len(lost)} of the {len(gpus)} GPUs the driver lists cannot be read "
                        f"({lost[0]['error']}): fallen off the bus, or failed to initialise",
                        fix, **ev)
-    if seen >= expected:
-        if expected < len(pci):
-            return ok(f"NVML sees {seen} GPU(s), the {expected} given to {whose} "
-                      f"(decided by: {given.rule}); the other {len(pci) - expected} on the PCI "
-                      "bus are not its own", **ev)
-        return ok(f"all {len(pci)} GPU(s) on the PCI bus are visible to the driver", **ev)
-    where = (f"the {expected} GPUs given to {whose} ({given.rule})" if expected < len(pci)
-             else f"the {len(pci)} GPUs on the PCI bus")
-    return problem(f"{expected - seen} of {where} are not usable by the driver (fallen off "
-                   "the bus, or failed to initialise)", fix, **ev)
+    vm = f" ({len(passed)} more bound to {PASSTHROUGH_DRIVERS[0]} for a VM)" if passed else ""
+    if seen == len(ours):
+        return ok(f"all {len(ours)} GPU(s) on the PCI bus are visible to the driver{vm}", **ev)
+    if seen in accepted:
+        rule = next(r for r in given.rules if min(r.count, len(ours)) == seen)
+        # CUDA_VISIBLE_DEVICES alone hides nothing from NVML: a scheduler's device filter
+        # that cannot be read (cgroup v2) must be doing it.
+        how = "" if rule.device_level else ", the device nodes filtered to match"
+        return ok(f"NVML sees {seen} GPU(s), the {seen} given to {whose} (decided by: "
+                  f"{accepted[seen]}{how}); the other {len(ours) - seen} on the PCI bus are "
+                  f"not its own{vm}", **ev)
+    if seen < tight:
+        ev["gpus_given"] = tight
+        where = (f"the {tight} GPUs given to {whose} ({accepted[tight]})" if tight < len(ours)
+                 else f"the {len(ours)} GPUs on the PCI bus")
+        if named and tight == len(ours):
+            ev["missing_from_nvml"] = absent
+        return problem(f"{tight - seen} of {where} are not usable by the driver (fallen off "
+                       f"the bus, or failed to initialise){named if tight == len(ours) else ''}",
+                       fix, **ev)
+    # More than any rule leaves, fewer than all: the rules do not hide GPUs from the
+    # driver here (CUDA_VISIBLE_DEVICES never does), so the rest should all be seen.
+    if named:
+        ev["missing_from_nvml"] = absent
+    return problem(f"{len(ours) - seen} of the {len(ours)} GPUs on the PCI bus are not usable "
+                   f"by the driver{named} (fallen off the bus, or failed to initialise): NVML sees "
+                   f"{seen}, more than the {tight} of {accepted[tight]}, so no rule hides GPUs "
+                   "from the driver here and all should be seen", fix, **ev)

@@ -10,9 +10,16 @@ process was *given* is read from the rules that decide it, each with its count:
   ``none``/``void``, a list of indices or UUIDs, or the device plugin's
   ``/var/run/nvidia-container-devices`` directory);
 * in a container, its ``/dev/nvidiaN`` nodes (the runtime creates only those given);
-* Slurm's ``SLURM_STEP_GPUS`` / ``SLURM_JOB_GPUS`` and ``CUDA_VISIBLE_DEVICES``.
+* Slurm's ``SLURM_STEP_GPUS`` / ``SLURM_JOB_GPUS`` (enforced on the device nodes only
+  with ``ConstrainDevices``, which cgroup v2 does not let us read);
+* ``CUDA_VISIBLE_DEVICES``, which hides GPUs from CUDA but never from the driver:
+  a scheduler that sets only it (and restricts the device nodes with an unreadable
+  cgroup v2 filter) explains NVML seeing that many, nothing else does.
 
-The tightest of them is the count a check should expect; :class:`Given` names it.
+Each rule that acts on the device nodes leaves NVML exactly its count of GPUs; a rule
+that is not enforced there leaves NVML every GPU. So NVML seeing a count no rule leaves
+(more than the tightest, fewer than all) means GPUs are missing. MIG instances
+(``MIG-...`` entries) are not GPUs: a variable that names them gives no GPU count.
 """
 
 from __future__ import annotations
@@ -21,10 +28,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop.doctor.checks.base import Facts
+from pitstop.doctor.checks.base import Facts, env_vars
 
 NVIDIA_MAJOR = 195  # /dev/nvidiaN are char 195:N; 195:254 nvidia-modeset, 195:255 nvidiactl
 FIRST_CONTROL_MINOR = 254
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One restriction of the GPUs: how many it leaves, what it is, and whether it acts
+    on the device nodes (then NVML sees only its GPUs) or only on CUDA's view."""
+
+    count: int
+    text: str
+    device_level: bool = True
 
 
 @dataclass(frozen=True)
@@ -35,10 +52,17 @@ class Given:
     count: int | None
     rule: str
     restrictions: list[str] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
 
-
-def _env(facts: Facts) -> dict[str, str]:
-    return dict(((facts.get("environment") or {}).get("variables")) or {})
+    def nvml_counts(self, on_bus: int) -> dict[int, str]:
+        """``{count: rule}`` for every GPU count NVML may show without a GPU missing:
+        all of them (no rule enforced on the device nodes), or what one rule leaves."""
+        device = [r for r in self.rules if r.device_level]
+        out: dict[int, str] = {}
+        for r in device or self.rules:
+            out.setdefault(min(r.count, on_bus), r.text)
+        out.setdefault(on_bus, "every GPU on the PCI bus")
+        return out
 
 
 def cuda_visible_items(value: str) -> list[str]:
@@ -73,6 +97,11 @@ def _cgroup_count(facts: Facts) -> tuple[int, str] | None:
     return len(minors), f"the cgroup v1 device rules allow {nodes}"
 
 
+def _names_mig(items: list[str]) -> bool:
+    """MIG instances (``MIG-<uuid>``, or ``GPU:instance`` in NVIDIA_VISIBLE_DEVICES)."""
+    return any(x.upper().startswith("MIG-") or re.fullmatch(r"\d+:\d+", x) for x in items)
+
+
 def _nvidia_visible_count(facts: Facts, value: str) -> tuple[int, str] | None:
     v = value.strip()
     name = f"NVIDIA_VISIBLE_DEVICES={v or '(empty)'}"
@@ -85,58 +114,68 @@ def _nvidia_visible_count(facts: Facts, value: str) -> tuple[int, str] | None:
         if listed is None:
             return None
         return len(listed), f"{name} lists {len(listed)} device(s) there"
-    items = [x for x in (i.strip() for i in v.split(",")) if x]
-    if any(x.lower().endswith("=all") for x in items):
-        return None
+    items = list(dict.fromkeys(x for x in (i.strip() for i in v.split(",")) if x))
+    if any(x.lower().endswith("=all") for x in items) or _names_mig(items):
+        return None  # MIG instances: how many GPUs they sit on is the device nodes' to say
     return len(items), f"{name} ({len(items)} GPU(s))"
 
 
 def gpus_given(facts: Facts) -> Given:
     """The GPUs this process was given (see the module's docstring)."""
-    env = _env(facts)
+    env = env_vars(facts)
     container = facts.get("container") or {}
-    found: list[tuple[int, str]] = []
+    found: list[Rule] = []
     cg = _cgroup_count(facts)
     if cg is not None:
-        found.append(cg)
+        found.append(Rule(*cg))
     if "NVIDIA_VISIBLE_DEVICES" in env:
         nv = _nvidia_visible_count(facts, env["NVIDIA_VISIBLE_DEVICES"])
         if nv is not None:
-            found.append(nv)
+            found.append(Rule(*nv))
     if container.get("in_container"):
         # A runtime creates only the device nodes it gives; on a host they exist for every
         # GPU the driver probed, so they say nothing there.
         nodes = (facts.get("gpu_access") or {}).get("dev_gpu_nodes")
         if nodes is not None:
-            found.append((len(nodes), "the container has " + (", ".join(
+            found.append(Rule(len(nodes), "the container has " + (", ".join(
                 f"/dev/{n}" for n in nodes) or "no /dev/nvidiaN")))
     for var in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS"):
         if env.get(var, "").strip():
-            items = [x for x in env[var].split(",") if x.strip()]
-            found.append((len(items), f"Slurm gave this job {len(items)} GPU(s) ({var}={env[var]})"))
+            items = list(dict.fromkeys(x.strip() for x in env[var].split(",") if x.strip()))
+            found.append(Rule(len(items), f"Slurm gave this job {len(items)} GPU(s) "
+                                          f"({var}={env[var]})"))
             break
     if "CUDA_VISIBLE_DEVICES" in env:
         items = cuda_visible_items(env["CUDA_VISIBLE_DEVICES"])
-        found.append((len(items), f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} "
-                                  f"({len(items)} GPU(s))"))
-    restrictions = [text for _, text in found]
+        if not _names_mig(items):
+            found.append(Rule(len(set(items)), f"CUDA_VISIBLE_DEVICES="
+                              f"{env['CUDA_VISIBLE_DEVICES']} ({len(set(items))} GPU(s))",
+                              device_level=False))
+    restrictions = [r.text for r in found]
     if not found:
         return Given(None, "no cgroup device rule, container or variable restricts the GPUs",
-                     restrictions)
-    count, rule = min(found, key=lambda x: x[0])  # the first of equals: the most authoritative
-    return Given(count, rule, restrictions)
+                     restrictions, found)
+    tight = min(found, key=lambda r: r.count)  # the first of equals: the most authoritative
+    return Given(tight.count, tight.text, restrictions, found)
 
 
 def in_use(facts: Facts, gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The NVML GPUs CUDA will use under ``CUDA_VISIBLE_DEVICES`` (indices count in NVML's
     order, which is the PCI order CUDA uses for identical GPUs; ``GPU-`` UUID prefixes
-    match). All of them when it is unset or names something else (MIG instances)."""
-    value = _env(facts).get("CUDA_VISIBLE_DEVICES")
+    match). All of them when it is unset or names something else (MIG instances), and
+    when indices cannot be mapped: CUDA numbers GPUs fastest first unless
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, which is NVML's order only if the GPUs are alike."""
+    env = env_vars(facts)
+    value = env.get("CUDA_VISIBLE_DEVICES")
     if value is None:
         return gpus
+    alike = len({g.get("name") for g in gpus}) <= 1
+    pci_order = env.get("CUDA_DEVICE_ORDER", "").strip().upper() == "PCI_BUS_ID"
     picked: list[dict[str, Any]] = []
     for item in cuda_visible_items(value):
         if item.isdigit():
+            if not (alike or pci_order):
+                return gpus
             if int(item) >= len(gpus):
                 break  # CUDA stops at the first invalid index
             hit = gpus[int(item)]

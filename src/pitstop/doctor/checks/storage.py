@@ -59,9 +59,12 @@ MEDIUM_SHORT = {"hdd": "HDD", "ssd": "SSD", "ram": "RAM disk", "unknown": "disk"
 
 def _disk_text(d: dict[str, Any], facts: Facts | None = None) -> str:
     m = medium(facts or {}, d)
-    kind = MEDIUM_SHORT.get(m.kind, m.label)
-    model = f" {d['model']}" if d.get("model") and d["model"] not in m.label else ""
-    return f"{d['name']} ({d.get('transport')} {kind}{model}, {gib(d.get('size_bytes'))})"
+    model = d.get("model") or ""
+    if m.kind in MEDIUM_SHORT:  # "nvme0n1 (nvme SSD Samsung SSD 990 PRO 2TB, 1863.0 GiB)"
+        what = f"{d.get('transport')} {MEDIUM_SHORT[m.kind]}" + (f" {model}" if model else "")
+    else:  # "nvme1n1 (AWS EBS volume, model Amazon Elastic Block Store, 2048.0 GiB)"
+        what = m.label + (f", model {model}" if model and model not in m.label else "")
+    return f"{d['name']} ({what}, {gib(d.get('size_bytes'))})"
 
 
 def _base_evidence(st: dict[str, Any], facts: Facts) -> dict[str, Any]:

@@ -32,8 +32,10 @@ EFI_GLOBAL = "8be4df61-93ca-11d2-aa0d-e1f7a1d1a1c8"  # EFI_GLOBAL_VARIABLE
 SHIM_LOCK = "605dab50-e046-4300-abb6-3dd810dd8b23"  # shim's MOK variables
 SECURE_BOOT_VAR = f"/sys/firmware/efi/efivars/SecureBoot-{EFI_GLOBAL}"
 SECURE_BOOT_SYSFS = f"/sys/firmware/efi/vars/SecureBoot-{EFI_GLOBAL}/data"
-MOK_LIST_PATHS = (f"/sys/firmware/efi/efivars/MokListRT-{SHIM_LOCK}",
-                  "/sys/firmware/efi/mok-variables/MokListRT")
+# shim's whole MOK list as one table (shim >= 15.3), and the runtime variables it mirrors
+# the list into, split in MokListRT, MokListRT1, MokListRT2... when it is too large for one.
+MOK_TABLE = "/sys/firmware/efi/mok-variables/MokListRT"
+MOK_VARIABLE = "/sys/firmware/efi/efivars/MokListRT{}-" + SHIM_LOCK
 MOK_KEYS = ("/var/lib/dkms/mok.pub", "/var/lib/shim-signed/mok/MOK.der")
 # nvidia.ko, nvidia-current.ko.xz, nvidia-current-open.ko.zst; not the helper modules.
 # (in-tree nvidiafb.ko, the framebuffer driver, and nvidia-wmi-ec-backlight.ko are not it)
@@ -90,7 +92,8 @@ def headers_installed(sr: Sysroot, root: str, kernel: str) -> bool:
 
 
 def dkms_modules(sr: Sysroot) -> list[dict[str, Any]]:
-    """``[{module, version, built_for, installed_for}]`` for NVIDIA modules in DKMS's tree."""
+    """``[{module, version, built_for, installed_for, source}]`` for NVIDIA modules in DKMS's
+    tree, with ``failed_for`` (``{kernel: make.log}``) where a build left a log but no module."""
     out = []
     for module in sr.listdir(DKMS_TREE):
         if not module.startswith("nvidia") or not sr.path(f"{DKMS_TREE}/{module}").is_dir():
@@ -101,7 +104,7 @@ def dkms_modules(sr: Sysroot) -> list[dict[str, Any]]:
             vdir = f"{DKMS_TREE}/{module}/{version}"
             if version.startswith("kernel-") or not sr.path(vdir).is_dir():
                 continue
-            built = []
+            built, failed = [], {}
             for kernel in sr.listdir(vdir):
                 if kernel in ("source", "build", "tarball"):
                     continue
@@ -109,29 +112,27 @@ def dkms_modules(sr: Sysroot) -> list[dict[str, Any]]:
                     if any(is_main_module(n) for n in
                            sr.listdir(f"{vdir}/{kernel}/{arch}/module")):
                         built.append(kernel)
-            out.append({"module": module, "version": version, "built_for": sorted(set(built)),
-                        "installed_for": installed,
-                        "source": sr.exists(f"{vdir}/source")})
+                    elif sr.exists(f"{vdir}/{kernel}/{arch}/log/make.log"):
+                        # dkms keeps the log of a build that made no module: it failed.
+                        failed[kernel] = f"{vdir}/{kernel}/{arch}/log/make.log"
+            entry = {"module": module, "version": version, "built_for": sorted(set(built)),
+                     "installed_for": installed, "source": sr.exists(f"{vdir}/source")}
+            if failed:
+                entry["failed_for"] = failed
+            out.append(entry)
     return out
-
-
-def _read_bytes(sr: Sysroot, path: str) -> bytes | None:
-    try:
-        return sr.path(path).read_bytes()
-    except OSError:
-        return None
 
 
 def secure_boot(sr: Sysroot) -> dict[str, Any]:
     """Secure Boot state as the firmware and kernel expose it (``None``: not readable)."""
     efi = sr.exists("/sys/firmware/efi")
-    raw = _read_bytes(sr, SECURE_BOOT_VAR)
+    raw = sr.read_bytes(SECURE_BOOT_VAR)
     enabled: bool | None = None
     if raw is not None and len(raw) >= 5:
         enabled = raw[4] == 1  # efivarfs: 4 bytes of attributes, then the 1-byte value
     else:
         # The older sysfs interface: the value alone in .../vars/SecureBoot-GUID/data.
-        data = _read_bytes(sr, SECURE_BOOT_SYSFS) or b""
+        data = sr.read_bytes(SECURE_BOOT_SYSFS) or b""
         if len(data) == 1:
             enabled = data[0] == 1
     if not efi:
@@ -139,10 +140,18 @@ def secure_boot(sr: Sysroot) -> dict[str, Any]:
     lockdown = sr.read_text("/sys/kernel/security/lockdown")
     m = re.search(r"\[(\w+)\]", lockdown or "")
     sig = sr.read_text("/sys/module/module/parameters/sig_enforce")
-    mok = next((b for p in MOK_LIST_PATHS if (b := _read_bytes(sr, p)) is not None), None)
+    mok = sr.read_bytes(MOK_TABLE)
+    if mok is None:
+        parts = []
+        for n in ["", *map(str, range(1, 16))]:
+            part = sr.read_bytes(MOK_VARIABLE.format(n))
+            if part is None:
+                break
+            parts.append(part[4:])  # each variable starts with its 4 attribute bytes
+        mok = b"".join(parts) if parts else None
     keys = []
     for key in MOK_KEYS:
-        der = _read_bytes(sr, key)
+        der = sr.read_bytes(key)
         if der is None:
             continue
         # MokListRT holds EFI signature lists whose entries carry the DER certificates.
