@@ -19,12 +19,14 @@ the truncate after it together (:mod:`pitstop.fileio`).
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import gc
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -74,7 +76,12 @@ def terminate_as_exception() -> Iterator[None]:
 # A signal is sent again at most this often: enough for a few unlucky landings in a
 # finalizer, never an endless loop while the interpreter itself is shutting down.
 MAX_REDELIVERIES = 16
-REDELIVERY_DELAY_S = 0.001
+REDELIVERY_DELAY_S = 0.02
+
+
+def _send_later(pid: int, signum: int) -> None:
+    time.sleep(REDELIVERY_DELAY_S)
+    os.kill(pid, signum)
 
 
 def _redeliver_swallowed(previous_hook: Any, owner: int) -> Any:
@@ -93,14 +100,20 @@ def _redeliver_swallowed(previous_hook: Any, owner: int) -> Any:
         if os.getpid() != owner or sent[0] >= MAX_REDELIVERIES:
             previous_hook(unraisable)
             return
-        sent[0] += 1
         # Sent from another thread a moment later: sent from here, the handler would
-        # run at once, inside this hook, and its exception would be swallowed again.
-        # It runs at the main thread's next check point instead: in ordinary code, or
-        # in a further finalizer, which brings it back here (at most MAX_REDELIVERIES).
-        timer = threading.Timer(REDELIVERY_DELAY_S, os.kill, (owner, signum))
-        timer.daemon = True
-        timer.start()
+        # run at once, inside this hook, where an exception is not even reported to a
+        # hook again. It runs at the main thread's next check point instead: in
+        # ordinary code, or in a further finalizer, which brings it back here. A bare
+        # thread (not threading.Thread, whose start() waits on a lock where the handler
+        # could run), and if the resend still lands in this hook (the main thread
+        # descheduled past the delay), it is caught here and sent once more.
+        for _ in range(MAX_REDELIVERIES):
+            sent[0] += 1
+            try:
+                _thread.start_new_thread(_send_later, (owner, signum))
+            except (Terminated, KeyboardInterrupt):
+                continue
+            break
 
     return hook
 
