@@ -21,8 +21,8 @@ from pitstop.monitor.snapshot import build_snapshot
 from pitstop.telemetry.gpm import GpmReader
 from pitstop.telemetry.gpu import GpuReader
 from pitstop.telemetry.gpu_processes import GpuProcessReader
-from pitstop.telemetry.host import CpuReader
-from pitstop.telemetry.hoststate import DiskDeviceReader, LoadReader, MemoryReader
+from pitstop.telemetry.host import CpuReader, DiskDeviceReader
+from pitstop.telemetry.hoststate import LoadReader, MemoryReader
 from pitstop.telemetry.nvml import NvmlUnavailableError, close_nvml, open_nvml
 from pitstop.telemetry.processes import ProcessReader
 from pitstop.telemetry.sources import PolledSource, Reading
