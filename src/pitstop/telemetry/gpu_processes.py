@@ -15,11 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pitstop.telemetry.nvml import running_processes
+
 __all__ = ["GpuProcessReader"]
-
-# NVML's "not available" for usedGpuMemory (e.g. on Windows WDDM, some vGPUs).
-_NO_MEMORY = 2**63
-
 
 def _is_not_found(err: BaseException) -> bool:
     return "not found" in str(err).lower()
@@ -34,21 +32,6 @@ class GpuProcessReader:
         self.indices = indices
         self._since = dict.fromkeys(indices, 0)
         self.util_unsupported: dict[int, str] = {}
-
-    def _memory(self, handle: Any) -> dict[int, int | None]:
-        used: dict[int, int | None] = {}
-        for getter in ("nvmlDeviceGetComputeRunningProcesses",
-                       "nvmlDeviceGetGraphicsRunningProcesses"):
-            try:
-                found = getattr(self._nv, getter)(handle)
-            except Exception:
-                continue
-            for p in found:
-                mem = getattr(p, "usedGpuMemory", None)
-                mem = None if mem is None or mem >= _NO_MEMORY else int(mem)
-                pid = int(p.pid)
-                used[pid] = mem if used.get(pid) is None else used[pid]
-        return used
 
     def _utilisation(self, index: int, handle: Any) -> dict[int, tuple[int, int]]:
         if index in self.util_unsupported:
@@ -71,7 +54,7 @@ class GpuProcessReader:
         rows = []
         for index, handle in zip(self.indices, self._handles, strict=False):
             util = self._utilisation(index, handle)
-            for pid, mem in sorted(self._memory(handle).items()):
+            for pid, (mem, _) in sorted(running_processes(self._nv, handle).items()):
                 sm, mu = util.get(pid, (None, None))
                 rows.append({"gpu": index, "pid": pid, "memory_bytes": mem,
                              "sm_util_pct": sm, "mem_util_pct": mu})
