@@ -20,11 +20,12 @@ from pitstop.sysroot import Sysroot
 V1_UNLIMITED = 1 << 62
 
 
-def membership(sr: Sysroot) -> tuple[dict[str, str], str | None]:
-    """``({v1 controller: path}, v2 path)`` from ``/proc/self/cgroup``."""
+def parse_proc_cgroup(text: str) -> tuple[dict[str, str], str | None]:
+    """``({v1 controller: path}, v2 path)`` from the text of a ``/proc/PID/cgroup``
+    (``hierarchy:controllers:path`` lines; v2's has no controllers)."""
     v1: dict[str, str] = {}
     v2 = None
-    for line in (sr.read_text("/proc/self/cgroup") or "").splitlines():
+    for line in text.splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
@@ -35,6 +36,11 @@ def membership(sr: Sysroot) -> tuple[dict[str, str], str | None]:
             if c:
                 v1[c] = path
     return v1, v2
+
+
+def membership(sr: Sysroot) -> tuple[dict[str, str], str | None]:
+    """``({v1 controller: path}, v2 path)`` from ``/proc/self/cgroup``."""
+    return parse_proc_cgroup(sr.read_text("/proc/self/cgroup") or "")
 
 
 def _ancestors(path: str) -> list[str]:
