@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pitstop.hostinfo.cpu import usable_cpus
 from pitstop.telemetry.containers import ContainerRef, container_of
 from pitstop.telemetry.procfs import (
     ProcStat,
@@ -57,10 +58,11 @@ def _torch_loaded(pid: int, proc: str) -> bool:
         return False
 
 
-def _affinity(pid: int) -> int | None:
+def _usable_cpus(pid: int) -> int | None:
+    """CPUs ``pid`` may use: affinity and cgroup quota (a pod's limit on a big node)."""
     try:
-        return len(os.sched_getaffinity(pid))
-    except (AttributeError, OSError):
+        return usable_cpus(pid=pid)[0]
+    except Exception:  # a process gone half-way, an unreadable cgroup file
         return None
 
 
@@ -183,7 +185,7 @@ class ProcessReader:
             cmd = " ".join(read_cmdline(st.pid, self.proc)) or f"[{st.comm}]"
             k = _Known(st.start_ticks, cmd[:_CMDLINE_MAX],
                        ns[-1] if len(ns) > 1 and ns[-1] != st.pid else None,
-                       container_of(st.pid, self.proc), _affinity(st.pid))
+                       container_of(st.pid, self.proc), _usable_cpus(st.pid))
             self._known[st.pid] = k
         return k
 
