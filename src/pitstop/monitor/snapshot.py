@@ -75,6 +75,11 @@ _GPU = _obj({
     "pcie_link_width": _int, "pcie_link_width_max": _int,
     "gpm": {"anyOf": [_GPM, {"type": "null"}]},
     "gpm_unavailable": _str,
+    "unavailable_fields": {"type": "object", "additionalProperties": {"type": "string"},
+                           "description": "field -> why NVML could not give it"},
+    "error": {**_str, "description": "why nothing could be read from this GPU this sample "
+              "(e.g. 'GPU is lost')"},
+    "process_util_unavailable": {**_str, "description": "why per-process utilisation is missing"},
 }, ["index", "name", "utilization_gpu_pct", "memory_used_bytes", "memory_total_bytes", "gpm"])
 
 _VERDICT = _obj({
@@ -119,9 +124,11 @@ def _value(readings: dict[str, Reading], name: str) -> dict[str, Any]:
 
 def _gpus(readings: dict[str, Reading]) -> list[dict[str, Any]]:
     gpm = {g["index"]: g for g in _value(readings, "gpm").get("gpm") or []}
+    util_refused = _value(readings, "gpu").get("process_util_unavailable") or {}
     out = []
     for g in _value(readings, "gpu").get("gpus") or []:
         g = dict(g)
+        g["process_util_unavailable"] = util_refused.get(g["index"])
         mask = g.get("clocks_event_reasons")
         g["clocks_event_names"] = clock_event_names(mask) if isinstance(mask, int) else []
         m = gpm.get(g["index"], {})
@@ -154,6 +161,11 @@ def build_snapshot(readings: dict[str, Reading], *, interval_s: float,
         else:
             unmatched.append({"pid": row["pid"], **gpu})
     all_notes = list(notes or [])
+    nvml = readings.get("gpu")
+    if nvml is not None and nvml.stale and gpu_unavailable is None:
+        # NVML stuck in a call (a hung driver): say so rather than show no GPU at all.
+        gpu_unavailable = ("no fresh GPU reading yet" if nvml.value is None else
+                           f"no fresh GPU reading for {nvml.age_s:.0f} s (NVML does not answer)")
     if unmatched:
         all_notes.append(f"{len(unmatched)} GPU process(es) not visible in this PID namespace "
                          "(NVML reports host PIDs; run pitstop on the host to name them)")
