@@ -48,7 +48,9 @@ _PROCESS = _obj({
     "cpu_cores": {**_num, "description": "CPU time per second (1.0 = one core busy)"},
     "read_bps": _num,
     "main_thread": {"type": ["object", "null"], "properties": {
-        "on_cpu_share": {"type": "number"}, "runqueue_share": {"type": "number"}}},
+        "on_cpu_share": {"type": "number"}, "runqueue_share": {"type": "number"},
+        "wchan": {**_str, "description": "kernel function the main thread sleeps in "
+                  "(training processes; null while running or hidden)"}}},
     "container": {"type": ["object", "null"], "properties": {
         "runtime": {"type": "string"}, "id": {"type": "string"}, "name": _str}},
     "cpus_allowed": _int,

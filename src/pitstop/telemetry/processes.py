@@ -35,6 +35,7 @@ from pitstop.telemetry.procfs import (
     read_read_chars,
     read_schedstat,
     read_stat,
+    read_wchan,
 )
 
 __all__ = ["LOADER_WORKER_NAME", "ProcessReader"]
@@ -219,6 +220,8 @@ class ProcessReader:
                 queued = max(0, sched[1] - last.sched[1]) / 1e9 / dt
                 entry["main_thread"] = {"on_cpu_share": round(min(1.0, on), 3),
                                         "runqueue_share": round(min(1.0, queued), 3)}
+                if role == "training":  # what it sleeps in: a DataLoader waits in poll()
+                    entry["main_thread"]["wchan"] = read_wchan(pid, self.proc)
             if chars is not None and last.read_chars is not None:
                 entry["read_bps"] = round(max(0, chars - last.read_chars) / dt)
         self._last[pid] = _Last(now, st.cpu_s, sched, chars)
