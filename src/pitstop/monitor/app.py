@@ -13,6 +13,7 @@ works without it.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -228,14 +229,24 @@ class MonitorApp(App[None]):
             self._columns = columns
             if isinstance(table, ProcessTable):
                 table.columns_spec = tuple(columns)
-        keep = table.cursor_row
+        # A refill (every sample) must not undo what the user did: the cursor stays on
+        # the same process wherever it moves, and the view stays where the wheel put it
+        # (DataTable.clear() resets both).
+        keep_row, keep_y = table.cursor_row, table.scroll_y
+        keep_pid = None
+        if table.row_count:
+            with contextlib.suppress(Exception):
+                keep_pid = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         table.clear()
         rows = process_rows(snap, width=width, sort=self.sort, tree=self.tree_view,
                             filter_text=self.filter_text)
         for r in rows:
             table.add_row(*(Text(r.cells[k], style=r.style) for k, _, _ in columns), key=str(r.pid))
         if rows:
-            table.move_cursor(row=min(keep, len(rows) - 1))
+            at = next((i for i, r in enumerate(rows) if str(r.pid) == keep_pid),
+                      min(keep_row, len(rows) - 1))
+            table.move_cursor(row=at, scroll=False)
+            table.scroll_to(y=keep_y, animate=False, immediate=True)
 
     def on_resize(self) -> None:
         self._columns = []
