@@ -406,19 +406,32 @@ def _sm(p: dict[str, Any]) -> float | None:
 
 def _short_command(cmdline: str) -> str:
     """The command line with its program as a bare name (``/usr/bin/python3 x.py`` →
-    ``python3 x.py``): the arguments are what tells one training run from another."""
+    ``python3 x.py``): the arguments are what tells one training run from another.
+    A kernel thread's ``[name]`` (``[ksoftirqd/1]``) is a name, not a path."""
+    if cmdline.startswith("["):
+        return cmdline
     prog, _, rest = cmdline.partition(" ")
     if "/" in prog:
         prog = prog.rstrip("/").rsplit("/", 1)[-1]
     return f"{prog} {rest}".strip()
 
 
+def _short_path(arg: str) -> str:
+    """``/data/sets/run.py`` → ``…/run.py``; ``--data=/mnt/x/train`` → ``--data=…/train``;
+    anything that is not a path stays as it is."""
+    key, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+    if not eq:
+        key, value = "", arg
+    if value.startswith("[") or "/" not in value.strip("/"):
+        return arg
+    return f"{key}{eq}…/{value.rstrip('/').rsplit('/', 1)[-1]}"
+
+
 def _fit_command(text: str, width: int) -> str:
     """A command line for ``width`` columns: whole if it fits, else with its paths
     reduced to their last part (``…/train_loop.py``), then cut at a word."""
     if len(text) > width:
-        text = " ".join("…/" + a.rstrip("/").rsplit("/", 1)[-1] if "/" in a.strip("/") else a
-                        for a in text.split(" "))
+        text = " ".join(_short_path(a) for a in text.split(" "))
     return fit_words(text, width)
 
 
