@@ -15,8 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("textual")
+
 from monitor_helpers import NVML_SETS
 from pitstop_testing import REPO, SRC
+
+from pitstop.monitor.app import HELP_TEXT
 
 TMUX = shutil.which("tmux")
 pytestmark = [
@@ -24,8 +29,6 @@ pytestmark = [
                                             "the real-terminal test of the live screen needs it"),
     pytest.mark.slow,
 ]
-pytest.importorskip("textual")
-
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
@@ -124,6 +127,13 @@ def test_draws_whole_words_and_ends_on_q(width: int, height: int) -> None:
         assert re.search(r"^▶ .+", screen, re.M), screen
         bad = cut_words(screen, _vocabulary())
         assert not bad, "\n".join(bad) + "\n" + screen
+        # The help box: every line of it whole on the screen, none wrapped mid-sentence.
+        tmux.run("send-keys", "-t", "mon", "?")
+        shown = tmux.wait_for("Press any key to close.")
+        for line in HELP_TEXT.format(window="30 s").splitlines():
+            assert line.strip() in shown, (line, shown)
+        tmux.run("send-keys", "-t", "mon", "x")
+        tmux.wait_for("COMMAND")
         tmux.run("send-keys", "-t", "mon", "q")
         assert tmux.exit_status(timeout=20) == 0
     finally:

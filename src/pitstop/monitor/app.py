@@ -41,21 +41,22 @@ __all__ = ["HELP_TEXT", "WIDE", "MonitorApp"]
 WIDE = 160  # columns from which the GPU and host panels sit side by side
 REFRESH_S = 0.25
 
+# Short lines: the box must fit 80x24 without a line wrapping mid-sentence.
 HELP_TEXT = """\
 pitstop monitor: keys
 
   q          quit
-  p, space   pause / resume the screen (sampling and recording go on)
-  s          sort the processes: CPU, RSS, GPU memory, PID, command
-  /          filter the processes (Enter keeps it, Escape clears it)
-  t          tree on / off (DataLoader workers under their training process)
+  p, space   pause the screen (sampling and recording go on)
+  s          sort: CPU, RSS, GPU memory, PID, command
+  /          filter (Enter keeps it, Escape clears it)
+  t          tree on/off (DataLoader workers under their trainer)
   ?          this help
 
-Mouse: click a column header to sort by it, click a key in the footer,
-scroll the process table with the wheel.
+Mouse: click a column header to sort by it, click a key
+in the footer, scroll the table with the wheel.
 
-The top line is the verdict: pitstop profile's rules applied to what the
-last 30 s of samples show (see docs/monitor.md).
+The top line is the verdict: pitstop profile's rules over
+the last {window} of samples (see docs/monitor.md).
 
 Press any key to close."""
 
@@ -63,12 +64,16 @@ Press any key to close."""
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Static { width: auto; max-width: 90%; height: auto; max-height: 90%;
+    HelpScreen > Static { width: auto; max-width: 100%; height: auto; max-height: 100%;
                           border: round $accent; padding: 0 1; background: $surface; }
     """
 
+    def __init__(self, window: str = "30 s") -> None:
+        super().__init__()
+        self.window = window
+
     def compose(self) -> ComposeResult:
-        yield Static(HELP_TEXT, id="help-text")
+        yield Static(HELP_TEXT.format(window=self.window), id="help-text")
 
     def on_key(self) -> None:
         self.dismiss()
@@ -266,7 +271,12 @@ class MonitorApp(App[None]):
         self._draw()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        # The window the verdicts on the screen were computed over (a replay: as recorded).
+        windows = [v.get("window_s") for v in (self.snapshot or {}).get("verdicts") or []
+                   if v.get("window_s")]
+        window = getattr(getattr(self.feed, "collector", None), "window_s", None)
+        shown = f"{window:g} s" if window else (f"~{max(windows):.0f} s" if windows else "30 s")
+        self.push_screen(HelpScreen(shown))
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
