@@ -205,3 +205,24 @@ def test_the_wheel_and_the_cursor_survive_the_refill_of_every_sample(tmp_path: P
             await pilot.press("q")
 
     asyncio.run(drive())
+
+
+def test_without_gpus_the_host_panel_takes_a_wide_terminal_whole() -> None:
+    feed = LiveFeed(Collector(interval_s=0.3, gpu=False))
+    app = MonitorApp(feed)
+
+    async def drive() -> None:
+        from textual.widgets import Static
+
+        async with app.run_test(size=(200, 60)) as pilot:
+            await _until(pilot, lambda: app.snapshot is not None and "HOST" in _text(app, "#host"))
+            await pilot.pause(0.3)
+            assert app.query_one("#panels").has_class("narrow")
+            assert app.query_one("#host", Static).size.width == 200
+            assert "no GPU panels" in _text(app, "#gpus")
+            await pilot.press("q")
+
+    try:
+        asyncio.run(drive())
+    finally:
+        feed.close()

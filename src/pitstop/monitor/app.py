@@ -115,7 +115,7 @@ class MonitorApp(App[None]):
     CSS = """
     Screen { layout: vertical; }
     #header { height: 1; background: $primary; color: $text; }
-    #verdict { height: auto; min-height: 2; max-height: 6; padding: 0 0; }
+    #verdict { height: auto; min-height: 2; max-height: 10; padding: 0 0; }
     #panels { height: auto; }
     #panels.wide { layout: horizontal; }
     #panels.narrow { layout: vertical; }
@@ -163,9 +163,19 @@ class MonitorApp(App[None]):
         self.refresh_view()
 
     # ------------------------------------------------------------------ drawing
+    def _wide(self) -> bool:
+        """GPU and host panels side by side: a wide terminal, and GPUs to show (without
+        them the host panel takes the whole width)."""
+        return self.size.width >= WIDE and bool((self.snapshot or {}).get("gpus"))
+
     def _panel_width(self) -> int:
         width = self.size.width
-        return (width - 1) // 2 if width >= WIDE else width
+        return (width - 1) // 2 if self._wide() else width
+
+    def _verdict_lines(self) -> int:
+        """How many verdicts the top shows: one on a small terminal, more on taller ones."""
+        height = self.size.height
+        return 1 if height < 40 else 3 if height < 60 else 5
 
     def _header(self) -> Text:
         snap = self.snapshot or {}
@@ -201,7 +211,7 @@ class MonitorApp(App[None]):
         if snap is None:
             return
         panels = self.query_one("#panels", Horizontal)
-        wide = self.size.width >= WIDE
+        wide = self._wide()
         panels.set_class(wide, "wide")
         panels.set_class(not wide, "narrow")
         w = self._panel_width()
@@ -213,8 +223,7 @@ class MonitorApp(App[None]):
             shown = {r.pid for r in process_rows(snap, width=self.size.width,
                                                  filter_text=self.filter_text)}
         self.query_one("#verdict", Static).update(
-            verdict_text(snap, self.size.width, lines=3 if self.size.height >= 40 else 1,
-                         pids=shown))
+            verdict_text(snap, self.size.width, lines=self._verdict_lines(), pids=shown))
         # Full GPU panels take ~8 rows each: more than a third of the screen, one line each.
         gpus = len(snap.get("gpus") or [])
         compact = gpus * 8 > self.size.height // (1 if wide else 3) + (8 if gpus == 1 else 0)
