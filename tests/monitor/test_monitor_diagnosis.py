@@ -141,3 +141,12 @@ def test_a_loop_polling_its_loader_while_the_workers_sleep_is_input_bound() -> N
     # A kernel that hides wchan ("0"): the estimate falls back to the workers' activity.
     hidden = diagnose(window(lambda t: snap(t, [_polling(None), *workers(2, 0.01, "sleeping")])))[0]
     assert hidden["verdict"] == "unknown" and hidden["facts"]["main_fd_wait_share"] is None
+
+
+def test_a_process_followed_with_pid_comes_first() -> None:
+    busy = proc(PID + 100, "training", on=0.99)
+    mine = dict(proc(PID, "training", on=0.02), followed=True)
+    order = [v["pid"] for v in diagnose(window(lambda t: snap(t, [busy, mine])))]
+    assert order[0] == PID
+    unfollowed = diagnose(window(lambda t: snap(t, [busy, proc(PID, "training", on=0.3)])))
+    assert unfollowed[0]["pid"] == PID + 100

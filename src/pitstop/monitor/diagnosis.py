@@ -261,8 +261,9 @@ def _line(pid: int, f: dict[str, Any], v: Verdict) -> str:
 
 def _idle_torch(p: dict[str, Any], f: dict[str, Any]) -> bool:
     """A process with torch loaded that is not training now (a test runner, a notebook
-    kernel between cells): no loader workers, no GPU, and almost no CPU."""
-    return (not f["workers"] and f["device"] == "cpu"
+    kernel between cells): no loader workers, no GPU, and almost no CPU; never one the
+    user asked for with --pid."""
+    return (not p.get("followed") and not f["workers"] and f["device"] == "cpu"
             and (f["main_cpu_cores_mean"] or 0.0) < IDLE_CORES)
 
 
@@ -285,7 +286,9 @@ def diagnose(window: Sequence[Snapshot]) -> list[dict[str, Any]]:
         return []
     latest = window[-1]
     trainers = [p for p in latest.get("processes") or [] if p.get("role") == "training"]
-    trainers.sort(key=lambda p: (-sum((g.get("memory_bytes") or 0) for g in p.get("gpus") or []),
+    # The processes asked for with --pid first, then the biggest GPU users, the busiest.
+    trainers.sort(key=lambda p: (not p.get("followed"),
+                                 -sum((g.get("memory_bytes") or 0) for g in p.get("gpus") or []),
                                  -(p.get("cpu_cores") or 0.0), p["pid"]))
     out: list[dict[str, Any]] = []
     index = _index(window)

@@ -53,7 +53,9 @@ _PROCESS = _obj({
                   "(training processes; null while running or hidden)"}}},
     "container": {"type": ["object", "null"], "properties": {
         "runtime": {"type": "string"}, "id": {"type": "string"}, "name": _str}},
-    "cpus_allowed": _int,
+    "cpus_allowed": {**_int, "description": "CPUs the process may use: its affinity, capped "
+                     "by its cgroup's CPU quota"},
+    "followed": {"type": "boolean", "description": "given with --pid (absent otherwise)"},
     "gpus": {"type": "array", "items": _obj({
         "index": {"type": "integer"}, "memory_bytes": _int, "sm_util_pct": _num,
         "mem_util_pct": _num})},

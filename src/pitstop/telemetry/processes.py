@@ -209,6 +209,8 @@ class ProcessReader:
         if st is None or st.state == "zombie":
             return None
         entry = self._entry(st, role)
+        if pid in self.follow:
+            entry["followed"] = True  # asked for with --pid: judged and shown first
         sched = read_schedstat(pid, proc=self.proc)
         chars = read_read_chars(pid, self.proc)
         last = self._last.get(pid)
