@@ -68,9 +68,10 @@ def test_endpoint_scraped_over_http_with_dcgm_names() -> None:
         assert families.get(name), name
     sm = families["DCGM_FI_PROF_SM_ACTIVE"][0]
     assert sm.labels["gpu"] == "0" and sm.labels["modelName"] == "NVIDIA H100 80GB HBM3"
+    assert sm.labels["pci_bus_id"] == "00000000:18:00.0"  # dcgm-exporter's spelling
     assert 0.5 < sm.value < 1.0  # a ratio, as DCGM's, not a percent
     fb = families["DCGM_FI_DEV_FB_USED"][0].value
-    assert abs(fb - 61.3 * 1024) < 1  # MiB
+    assert fb == int(61.3 * 1024)  # whole MiB
     for name in ("pitstop_cpu_busy_percent", "pitstop_memory_used_bytes", "pitstop_load_average",
                  "pitstop_cpu_core_busy_percent", "pitstop_gpu_memory_total_bytes"):
         assert families.get(name), name
