@@ -59,6 +59,7 @@ def test_png_and_html_with_the_verdict_changes(tmp_path: Path) -> None:
         src = tmp_path / f"run{ext}"
         _recording(src)
         out = tmp_path / f"run{out_ext}"
+        out.write_bytes(b"old")  # an existing output is replaced whole
         r = run_pitstop("plot", str(src), "-o", str(out))
         assert r.returncode == 0, r.stderr
         assert "12 samples" in r.stderr
@@ -70,13 +71,4 @@ def test_png_and_html_with_the_verdict_changes(tmp_path: Path) -> None:
             assert "<svg" in text and "</html>" in text
             assert text.count("<tr><td>") == 2  # the first verdict, and the one change
             assert "compute-bound" in text and "input-bound" in text and "6 s" in text
-
-
-def test_an_existing_output_is_replaced_whole(tmp_path: Path) -> None:
-    src = tmp_path / "run.jsonl"
-    _recording(src)
-    out = tmp_path / "old.png"
-    out.write_bytes(b"old")
-    assert run_pitstop("plot", str(src), "-o", str(out)).returncode == 0
-    assert out.read_bytes()[:4] == b"\x89PNG"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
