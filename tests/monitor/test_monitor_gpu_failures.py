@@ -11,7 +11,7 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
-from monitor_helpers import NVML_SETS
+from monitor_helpers import NVML_SETS, Clock
 from rich.console import Console
 
 from pitstop.monitor.collector import GPU_FIELDS_LIVE, GPU_FIELDS_STATIC, Collector
@@ -21,14 +21,6 @@ from pitstop.telemetry.gpm import GpmReader
 from pitstop.telemetry.gpu import GpuReader
 from pitstop.telemetry.gpu_processes import GpuProcessReader
 from pitstop.telemetry.recorded_nvml import RecordedNvml
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def _two_h100s() -> dict[str, Any]:
