@@ -183,3 +183,10 @@ def test_nvml_stuck_in_a_call_is_named_instead_of_showing_no_gpu() -> None:
         assert "NVML does not answer" in snap["gpu_unavailable"]
     finally:
         collector.close()
+
+
+def test_older_bindings_name_the_clock_reasons_throttle_reasons() -> None:
+    from pitstop.telemetry.nvml import GPU_FIELDS
+
+    old = SimpleNamespace(nvmlDeviceGetCurrentClocksThrottleReasons=lambda h: 4)
+    assert GPU_FIELDS["clocks_event_reasons"](old, 0) == 4

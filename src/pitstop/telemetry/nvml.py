@@ -183,7 +183,10 @@ GPU_FIELDS: dict[str, Callable[[Any, Any], Any]] = {
     "clock_sm_max_mhz": lambda nv, h: int(nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)),
     "clock_mem_mhz": lambda nv, h: int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
     "clock_mem_max_mhz": lambda nv, h: int(nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_MEM)),
-    "clocks_event_reasons": lambda nv, h: int(nv.nvmlDeviceGetCurrentClocksEventReasons(h)),
+    # nvidia-ml-py before 12.535 names it "throttle reasons" (the same NVML call).
+    "clocks_event_reasons": lambda nv, h: int(
+        (getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+         or nv.nvmlDeviceGetCurrentClocksThrottleReasons)(h)),
     "pcie_link_gen": lambda nv, h: int(nv.nvmlDeviceGetCurrPcieLinkGeneration(h)),
     "pcie_link_gen_max": lambda nv, h: int(nv.nvmlDeviceGetMaxPcieLinkGeneration(h)),
     "pcie_link_gen_device_max": lambda nv, h: int(nv.nvmlDeviceGetGpuMaxPcieLinkGeneration(h)),
