@@ -87,6 +87,13 @@ class Tmux:
                 raise AssertionError(f"{needles} never appeared on:\n{screen}")
             time.sleep(0.2)
 
+    def wait_until_gone(self, needle: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while needle in self.screen():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{needle!r} still on the screen after {timeout} s")
+            time.sleep(0.2)
+
     def exit_status(self, timeout: float) -> int:
         """The command's exit status once it has ended (the pane stays, remain-on-exit)."""
         deadline = time.monotonic() + timeout
@@ -133,7 +140,7 @@ def test_draws_whole_words_and_ends_on_q(width: int, height: int) -> None:
         for line in HELP_TEXT.format(window="30 s").splitlines():
             assert line.strip() in shown, (line, shown)
         tmux.run("send-keys", "-t", "mon", "x")
-        tmux.wait_for("COMMAND")
+        tmux.wait_until_gone("Press any key to close.")  # else q only closes the help
         tmux.run("send-keys", "-t", "mon", "q")
         assert tmux.exit_status(timeout=20) == 0
     finally:
