@@ -94,6 +94,20 @@ class Tmux:
                 raise AssertionError(f"{needle!r} still on the screen after {timeout} s")
             time.sleep(0.2)
 
+    def _zombie_exit_status(self) -> int | None:
+        """The exit status of the pane's process once it has exited but tmux has not
+        reaped it yet (seen on a loaded machine: the process a zombie for seconds while
+        the pane still reads alive). proc(5): field 52 of /proc/PID/stat is the exit
+        status as waitpid(2) gives it."""
+        pid = self.run("display-message", "-p", "-t", "mon", "#{pane_pid}").strip()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            return None
+        if fields[0] != "Z" or len(fields) < 50:
+            return None
+        return os.waitstatus_to_exitcode(int(fields[49]))
+
     def exit_status(self, timeout: float) -> int:
         """The command's exit status once it has ended (the pane stays, remain-on-exit)."""
         deadline = time.monotonic() + timeout
@@ -102,6 +116,9 @@ class Tmux:
                                        "#{pane_dead} #{pane_dead_status}").strip().partition(" ")
             if dead == "1" and status.strip().lstrip("-").isdigit():
                 return int(status)
+            code = self._zombie_exit_status()
+            if code is not None:
+                return code
             if time.monotonic() > deadline:
                 # Python runs with -X faulthandler: SIGABRT prints where every thread is.
                 pid = int(self.run("display-message", "-p", "-t", "mon", "#{pane_pid}").strip())
