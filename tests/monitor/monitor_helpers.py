@@ -51,3 +51,13 @@ def wait_until(what: Callable[[], Any], timeout: float = 30.0, every: float = 0.
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         time.sleep(every)
+
+
+class Clock:
+    """A clock a test moves by hand (RecordedNvml plays one frame per ``frame_s``)."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t

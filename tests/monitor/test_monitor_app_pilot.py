@@ -159,3 +159,70 @@ def test_eight_gpus_on_a_small_screen_get_one_line_each() -> None:
         asyncio.run(drive())
     finally:
         feed.close()
+
+
+def test_the_wheel_and_the_cursor_survive_the_refill_of_every_sample(tmp_path: Path) -> None:
+    """A refill each sample must not throw the view back to the top (DataTable.clear()
+    resets it) nor move the cursor to another process when the order changes."""
+    from textual import events
+    from textual.widgets import DataTable
+
+    collector = Collector(interval_s=0.2, gpu=False)
+    collector.prime()
+    base = collector.assemble()
+    collector.close()
+    path = tmp_path / "many.jsonl"
+    rec = Recorder(path, interval_s=0.25)
+    for i in range(80):  # 40 busy processes whose CPU order turns over every sample
+        others = [dict(base["processes"][0] if base["processes"] else base["other_processes"][0],
+                       pid=50000 + k, ppid=1, role="other", trainer=None, cmdline=f"job {k}",
+                       cpu_cores=((k + i) % 40) / 40) for k in range(40)]
+        rec.write(dict(base, t=1000.0 + 0.25 * i, processes=[], other_processes=others))
+    rec.close()
+    feed = ReplayFeed(read_recording(path))
+    app = MonitorApp(feed)
+
+    async def drive() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await _until(pilot, lambda: app.snapshot is not None)
+            table = app.query_one("#procs", DataTable)
+            await _until(pilot, lambda: table.max_scroll_y > 10)
+            for _ in range(4):  # the mouse wheel, over the table
+                await pilot._post_mouse_events([events.MouseScrollDown], "#procs", offset=(10, 4))
+            await pilot.pause(0.1)
+            scrolled = table.scroll_y
+            assert scrolled > 0
+            shown = app._shown_t
+            await _until(pilot, lambda: app._shown_t != shown)  # at least one refill later
+            await pilot.pause(0.6)
+            assert table.scroll_y == scrolled
+            table.move_cursor(row=3)
+            pid = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+            shown = app._shown_t
+            await _until(pilot, lambda: app._shown_t != shown)
+            row = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+            assert row == pid and table.cursor_row != 3  # same process, elsewhere in the order
+            await pilot.press("q")
+
+    asyncio.run(drive())
+
+
+def test_without_gpus_the_host_panel_takes_a_wide_terminal_whole() -> None:
+    feed = LiveFeed(Collector(interval_s=0.3, gpu=False))
+    app = MonitorApp(feed)
+
+    async def drive() -> None:
+        from textual.widgets import Static
+
+        async with app.run_test(size=(200, 60)) as pilot:
+            await _until(pilot, lambda: app.snapshot is not None and "HOST" in _text(app, "#host"))
+            await pilot.pause(0.3)
+            assert app.query_one("#panels").has_class("narrow")
+            assert app.query_one("#host", Static).size.width == 200
+            assert "no GPU panels" in _text(app, "#gpus")
+            await pilot.press("q")
+
+    try:
+        asyncio.run(drive())
+    finally:
+        feed.close()

@@ -46,6 +46,8 @@ def test_once_without_a_gpu_says_so_and_shows_the_host() -> None:
     assert r.returncode == 0, r.stderr
     assert "no GPU panels" in r.stdout and "HOST" in r.stdout and "memory" in r.stdout
     assert "PID" in r.stdout and "COMMAND" in r.stdout
+    # Every verdict is printed: none is left to "a taller terminal".
+    assert "more: a taller terminal" not in r.stdout and r.stdout.startswith("▶ ")
 
 
 def test_monitor_imports_neither_torch_nor_textual_without_the_screen(tmp_path: Path) -> None:

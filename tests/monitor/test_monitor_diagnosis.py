@@ -116,3 +116,37 @@ def test_first_sample_without_rates_waits() -> None:
     s = snap(0.0, [proc(PID, "training", on=0.5)])
     s["processes"][0]["main_thread"] = None
     assert diagnose([s])[0]["line"] == "PID 1234: measuring (needs two samples)"
+
+
+def _polling(wchan: str | None) -> dict[str, Any]:
+    p = proc(PID, "training", on=0.02)
+    p["main_thread"]["wchan"] = wchan
+    return p
+
+
+def test_a_loop_polling_its_loader_while_the_workers_sleep_is_input_bound() -> None:
+    """Workers asleep on network reads use no CPU; the main thread asleep in poll()
+    (a DataLoader's wait on its result queue) is the sign that the loop waits for them."""
+    w = window(lambda t: snap(t, [_polling("poll_schedule_timeout.constprop.0"),
+                                  *workers(2, 0.01, "sleeping")]))
+    v = diagnose(w)[0]
+    assert v["verdict"] == "input-bound" and v["facts"]["main_fd_wait_share"] == 1.0
+    assert v["line"].startswith("PID 1234 waits for data 98 % of the time while its 2 loader "
+                                "workers wait too (0.0 of 8 cores busy")
+    # Asleep on a futex (a lock, a CUDA sync, a collective): not the loader, no verdict.
+    other = diagnose(window(lambda t: snap(t, [_polling("futex_wait_queue"),
+                                               *workers(2, 0.01, "sleeping")])))[0]
+    assert other["verdict"] == "unknown"
+    assert "its loader workers idle too" in other["line"]
+    # A kernel that hides wchan ("0"): the estimate falls back to the workers' activity.
+    hidden = diagnose(window(lambda t: snap(t, [_polling(None), *workers(2, 0.01, "sleeping")])))[0]
+    assert hidden["verdict"] == "unknown" and hidden["facts"]["main_fd_wait_share"] is None
+
+
+def test_a_process_followed_with_pid_comes_first() -> None:
+    busy = proc(PID + 100, "training", on=0.99)
+    mine = dict(proc(PID, "training", on=0.02), followed=True)
+    order = [v["pid"] for v in diagnose(window(lambda t: snap(t, [busy, mine])))]
+    assert order[0] == PID
+    unfollowed = diagnose(window(lambda t: snap(t, [busy, proc(PID, "training", on=0.3)])))
+    assert unfollowed[0]["pid"] == PID + 100

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from monitor_helpers import NVML_SETS
+from monitor_helpers import NVML_SETS, Clock
 
 from pitstop.errors import UsageError
 from pitstop.monitor.collector import GPU_FIELDS_LIVE, GPU_FIELDS_STATIC
@@ -16,14 +16,6 @@ from pitstop.telemetry.gpm import GpmReader
 from pitstop.telemetry.gpu import GpuReader
 from pitstop.telemetry.gpu_processes import GpuProcessReader
 from pitstop.telemetry.recorded_nvml import RecordedNvml, load_recorded_nvml
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def test_value_sets_match_their_generator(tmp_path: Path) -> None:

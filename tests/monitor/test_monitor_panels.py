@@ -50,3 +50,18 @@ def test_tree_rows_and_the_filter_keep_a_trainer_with_its_workers() -> None:
     assert [r.cells["command"] for r in rows[1:]] == ["├ DataLoader worker", "└ DataLoader worker"]
     shown = str(verdict_text(snap, 100, lines=3, pids={r.pid for r in rows}))
     assert "PID 10" in shown and "PID 20" not in shown
+
+
+def test_commands_keep_kernel_thread_names_and_option_names_whole() -> None:
+    def row(cmd: str, width: int) -> str:
+        snap = _snap([0.1, 0.1, 0.1]) | {"other_processes": [
+            {"pid": 7, "ppid": 2, "role": "other", "name": "x", "cmdline": cmd, "state": "sleeping",
+             "cpu_cores": 0.1, "rss_bytes": 0, "gpus": []}]}
+        return process_rows(snap, width=width)[0].cells["command"]
+
+    assert row("[ksoftirqd/1]", 80) == "[ksoftirqd/1]"
+    assert row("[kworker/u8:2-events_unbound]", 80) == "[kworker/u8:2-events_unbound]"
+    long = ("/usr/bin/python3 /home/me/projects/detector/train.py --data=/mnt/datasets/coco/train2017 "
+            "--epochs 300")
+    assert row(long, 90) == "python3 …/train.py --data=…/train2017 --epochs 300"
+    assert row(long, 80) == "python3 …/train.py --data=…/train2017…"

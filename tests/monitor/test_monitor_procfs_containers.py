@@ -104,3 +104,23 @@ def test_pid_in_a_nested_pid_namespace_is_shown_as_the_process_sees_it() -> None
     finally:
         outer.kill()
         outer.wait()
+
+
+def test_a_process_in_a_pod_counts_the_cpus_of_its_own_cgroup_quota(tmp_path) -> None:
+    """The verdict's "N of M cores" is the training process's share: on a 64-core node a
+    pod limited to 2.5 CPUs (cgroup-v2.rst: cpu.max; proc(5): Cpus_allowed_list) has 3,
+    whatever the monitor's own limits are."""
+    from pitstop.hostinfo.cpu import usable_cpus
+    from pitstop.sysroot import Sysroot
+
+    files = {"proc/4242/status": "Name:\tpython\nCpus_allowed_list:\t0-63\n",
+             "proc/4242/cgroup": "0::/kubepods/pod1/ctr\n",
+             "proc/self/status": "Cpus_allowed_list:\t0-63\n",
+             "proc/self/cgroup": "0::/\n",
+             "sys/fs/cgroup/kubepods/pod1/ctr/cpu.max": "250000 100000\n"}
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    cpus, why = usable_cpus(Sysroot(tmp_path), pid=4242)
+    assert cpus == 3 and "pod1/ctr/cpu.max" in why
+    assert usable_cpus(Sysroot(tmp_path))[0] == 64

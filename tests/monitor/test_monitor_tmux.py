@@ -15,8 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("textual")
+
 from monitor_helpers import NVML_SETS
 from pitstop_testing import REPO, SRC
+
+from pitstop.monitor.app import HELP_TEXT
 
 TMUX = shutil.which("tmux")
 pytestmark = [
@@ -24,8 +29,6 @@ pytestmark = [
                                             "the real-terminal test of the live screen needs it"),
     pytest.mark.slow,
 ]
-pytest.importorskip("textual")
-
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
@@ -84,6 +87,27 @@ class Tmux:
                 raise AssertionError(f"{needles} never appeared on:\n{screen}")
             time.sleep(0.2)
 
+    def wait_until_gone(self, needle: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while needle in self.screen():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{needle!r} still on the screen after {timeout} s")
+            time.sleep(0.2)
+
+    def _zombie_exit_status(self) -> int | None:
+        """The exit status of the pane's process once it has exited but tmux has not
+        reaped it yet (seen on a loaded machine: the process a zombie for seconds while
+        the pane still reads alive). proc(5): field 52 of /proc/PID/stat is the exit
+        status as waitpid(2) gives it."""
+        pid = self.run("display-message", "-p", "-t", "mon", "#{pane_pid}").strip()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            return None
+        if fields[0] != "Z" or len(fields) < 50:
+            return None
+        return os.waitstatus_to_exitcode(int(fields[49]))
+
     def exit_status(self, timeout: float) -> int:
         """The command's exit status once it has ended (the pane stays, remain-on-exit)."""
         deadline = time.monotonic() + timeout
@@ -92,6 +116,9 @@ class Tmux:
                                        "#{pane_dead} #{pane_dead_status}").strip().partition(" ")
             if dead == "1" and status.strip().lstrip("-").isdigit():
                 return int(status)
+            code = self._zombie_exit_status()
+            if code is not None:
+                return code
             if time.monotonic() > deadline:
                 # Python runs with -X faulthandler: SIGABRT prints where every thread is.
                 pid = int(self.run("display-message", "-p", "-t", "mon", "#{pane_pid}").strip())
@@ -124,6 +151,13 @@ def test_draws_whole_words_and_ends_on_q(width: int, height: int) -> None:
         assert re.search(r"^▶ .+", screen, re.M), screen
         bad = cut_words(screen, _vocabulary())
         assert not bad, "\n".join(bad) + "\n" + screen
+        # The help box: every line of it whole on the screen, none wrapped mid-sentence.
+        tmux.run("send-keys", "-t", "mon", "?")
+        shown = tmux.wait_for("Press any key to close.")
+        for line in HELP_TEXT.format(window="30 s").splitlines():
+            assert line.strip() in shown, (line, shown)
+        tmux.run("send-keys", "-t", "mon", "x")
+        tmux.wait_until_gone("Press any key to close.")  # else q only closes the help
         tmux.run("send-keys", "-t", "mon", "q")
         assert tmux.exit_status(timeout=20) == 0
     finally:

@@ -13,6 +13,7 @@ works without it.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -40,21 +41,22 @@ __all__ = ["HELP_TEXT", "WIDE", "MonitorApp"]
 WIDE = 160  # columns from which the GPU and host panels sit side by side
 REFRESH_S = 0.25
 
+# Short lines: the box must fit 80x24 without a line wrapping mid-sentence.
 HELP_TEXT = """\
 pitstop monitor: keys
 
   q          quit
-  p, space   pause / resume the screen (sampling and recording go on)
-  s          sort the processes: CPU, RSS, GPU memory, PID, command
-  /          filter the processes (Enter keeps it, Escape clears it)
-  t          tree on / off (DataLoader workers under their training process)
+  p, space   pause the screen (sampling and recording go on)
+  s          sort: CPU, RSS, GPU memory, PID, command
+  /          filter (Enter keeps it, Escape clears it)
+  t          tree on/off (DataLoader workers under their trainer)
   ?          this help
 
-Mouse: click a column header to sort by it, click a key in the footer,
-scroll the process table with the wheel.
+Mouse: click a column header to sort by it, click a key
+in the footer, scroll the table with the wheel.
 
-The top line is the verdict: pitstop profile's rules applied to what the
-last 30 s of samples show (see docs/monitor.md).
+The top line is the verdict: pitstop profile's rules over
+the last {window} of samples (see docs/monitor.md).
 
 Press any key to close."""
 
@@ -62,12 +64,16 @@ Press any key to close."""
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Static { width: auto; max-width: 90%; height: auto; max-height: 90%;
+    HelpScreen > Static { width: auto; max-width: 100%; height: auto; max-height: 100%;
                           border: round $accent; padding: 0 1; background: $surface; }
     """
 
+    def __init__(self, window: str = "30 s") -> None:
+        super().__init__()
+        self.window = window
+
     def compose(self) -> ComposeResult:
-        yield Static(HELP_TEXT, id="help-text")
+        yield Static(HELP_TEXT.format(window=self.window), id="help-text")
 
     def on_key(self) -> None:
         self.dismiss()
@@ -109,7 +115,7 @@ class MonitorApp(App[None]):
     CSS = """
     Screen { layout: vertical; }
     #header { height: 1; background: $primary; color: $text; }
-    #verdict { height: auto; min-height: 2; max-height: 6; padding: 0 0; }
+    #verdict { height: auto; min-height: 2; max-height: 10; padding: 0 0; }
     #panels { height: auto; }
     #panels.wide { layout: horizontal; }
     #panels.narrow { layout: vertical; }
@@ -157,9 +163,19 @@ class MonitorApp(App[None]):
         self.refresh_view()
 
     # ------------------------------------------------------------------ drawing
+    def _wide(self) -> bool:
+        """GPU and host panels side by side: a wide terminal, and GPUs to show (without
+        them the host panel takes the whole width)."""
+        return self.size.width >= WIDE and bool((self.snapshot or {}).get("gpus"))
+
     def _panel_width(self) -> int:
         width = self.size.width
-        return (width - 1) // 2 if width >= WIDE else width
+        return (width - 1) // 2 if self._wide() else width
+
+    def _verdict_lines(self) -> int:
+        """How many verdicts the top shows: one on a small terminal, more on taller ones."""
+        height = self.size.height
+        return 1 if height < 40 else 3 if height < 60 else 5
 
     def _header(self) -> Text:
         snap = self.snapshot or {}
@@ -195,7 +211,7 @@ class MonitorApp(App[None]):
         if snap is None:
             return
         panels = self.query_one("#panels", Horizontal)
-        wide = self.size.width >= WIDE
+        wide = self._wide()
         panels.set_class(wide, "wide")
         panels.set_class(not wide, "narrow")
         w = self._panel_width()
@@ -207,8 +223,7 @@ class MonitorApp(App[None]):
             shown = {r.pid for r in process_rows(snap, width=self.size.width,
                                                  filter_text=self.filter_text)}
         self.query_one("#verdict", Static).update(
-            verdict_text(snap, self.size.width, lines=3 if self.size.height >= 40 else 1,
-                         pids=shown))
+            verdict_text(snap, self.size.width, lines=self._verdict_lines(), pids=shown))
         # Full GPU panels take ~8 rows each: more than a third of the screen, one line each.
         gpus = len(snap.get("gpus") or [])
         compact = gpus * 8 > self.size.height // (1 if wide else 3) + (8 if gpus == 1 else 0)
@@ -228,14 +243,24 @@ class MonitorApp(App[None]):
             self._columns = columns
             if isinstance(table, ProcessTable):
                 table.columns_spec = tuple(columns)
-        keep = table.cursor_row
+        # A refill (every sample) must not undo what the user did: the cursor stays on
+        # the same process wherever it moves, and the view stays where the wheel put it
+        # (DataTable.clear() resets both).
+        keep_row, keep_y = table.cursor_row, table.scroll_y
+        keep_pid = None
+        if table.row_count:
+            with contextlib.suppress(Exception):
+                keep_pid = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         table.clear()
         rows = process_rows(snap, width=width, sort=self.sort, tree=self.tree_view,
                             filter_text=self.filter_text)
         for r in rows:
             table.add_row(*(Text(r.cells[k], style=r.style) for k, _, _ in columns), key=str(r.pid))
         if rows:
-            table.move_cursor(row=min(keep, len(rows) - 1))
+            at = next((i for i, r in enumerate(rows) if str(r.pid) == keep_pid),
+                      min(keep_row, len(rows) - 1))
+            table.move_cursor(row=at, scroll=False)
+            table.scroll_to(y=keep_y, animate=False, immediate=True)
 
     def on_resize(self) -> None:
         self._columns = []
@@ -255,7 +280,12 @@ class MonitorApp(App[None]):
         self._draw()
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        # The window the verdicts on the screen were computed over (a replay: as recorded).
+        windows = [v.get("window_s") for v in (self.snapshot or {}).get("verdicts") or []
+                   if v.get("window_s")]
+        window = getattr(getattr(self.feed, "collector", None), "window_s", None)
+        shown = f"{window:g} s" if window else (f"~{max(windows):.0f} s" if windows else "30 s")
+        self.push_screen(HelpScreen(shown))
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

@@ -21,8 +21,8 @@ from pitstop.monitor.snapshot import build_snapshot
 from pitstop.telemetry.gpm import GpmReader
 from pitstop.telemetry.gpu import GpuReader
 from pitstop.telemetry.gpu_processes import GpuProcessReader
-from pitstop.telemetry.host import CpuReader
-from pitstop.telemetry.hoststate import DiskDeviceReader, LoadReader, MemoryReader
+from pitstop.telemetry.host import CpuReader, DiskDeviceReader
+from pitstop.telemetry.hoststate import LoadReader, MemoryReader
 from pitstop.telemetry.nvml import NvmlUnavailableError, close_nvml, open_nvml
 from pitstop.telemetry.processes import ProcessReader
 from pitstop.telemetry.sources import PolledSource, Reading
@@ -49,6 +49,7 @@ class _Nvml:
     def __init__(self, nv: Any | None) -> None:
         self.recorded = nv is not None
         self.reason: str | None = None
+        self.notes: list[str] = []
         self.gpu: GpuReader | None = None
         self.procs: GpuProcessReader | None = None
         self.gpm: GpmReader | None = None
@@ -63,8 +64,10 @@ class _Nvml:
             self.reason = f"no GPU panels: NVML could not list GPUs ({err})"
             self.close()
             return
+        self.notes = [f"GPU {i} cannot be opened: {why}" for i, why in self.gpu.missing.items()]
         if not self.gpu.indices:
-            self.reason = "no GPU panels: NVML sees no GPU"
+            self.reason = ("no GPU panels: " + "; ".join(self.notes) if self.notes
+                           else "no GPU panels: NVML sees no GPU")
             self.gpu = None
             self.close()
             return
@@ -131,7 +134,8 @@ class Collector:
         readings = self._readings()
         self._share_gpu_pids(readings)
         snap = build_snapshot(readings, interval_s=self.interval_s,
-                              gpu_unavailable=self.gpu_unavailable, t=t)
+                              gpu_unavailable=self.gpu_unavailable, t=t,
+                              notes=self._nvml.notes if self._nvml is not None else None)
         self.window.append(snap)
         while self.window and self.window[0]["t"] < snap["t"] - self.window_s:
             self.window.popleft()

@@ -44,9 +44,7 @@ def _print_once(snap: dict[str, Any], width: int) -> None:
     console = Console(width=width, highlight=False)
     h = History()
     h.push(snap)
-    console.print(verdict_text(snap, width))
-    for v in (snap.get("verdicts") or [])[1:]:
-        console.print(f"  {v['line']}", markup=False, style="dim")
+    console.print(verdict_text(snap, width, lines=max(1, len(snap.get("verdicts") or []))))
     console.print(gpu_panel(snap, h, width))
     console.print(host_panel(snap, h, width, core_rows=8, max_disks=8))
     columns = process_columns(snap, width - 2)

@@ -9,8 +9,11 @@ of snapshots (pure functions, no I/O) and lets ``decide`` name the bottleneck:
 - **data wait share**: the share of time the training process's main thread is
   *blocked* (neither on a CPU nor runnable, from ``/proc/PID/task/PID/schedstat``),
   but no more than its loader workers are busy (on a CPU, runnable, or in disk
-  sleep): a main thread that blocks while its workers are busy is waiting for their
-  batches; one that blocks while they idle is waiting for something else. On a GPU,
+  sleep) or its main thread sleeps in poll/select (``wchan``: a DataLoader's main
+  thread polls its result queue while it waits): a main thread that blocks while its
+  workers are busy is waiting for their batches; one that polls while they sleep too
+  waits for batches whose workers wait on the network or a remote filesystem; one
+  that blocks elsewhere while they idle is waiting for something else. On a GPU,
   it is also capped by the GPU's idle share (SM activity from GPM where the GPU has
   it, else ``utilization.gpu``). Without workers it is the share of samples in which
   the main thread sleeps on the disk (loading in the main process is otherwise
@@ -41,6 +44,14 @@ Snapshot = dict[str, Any]
 GPU_BUSY_PCT = 50.0
 # A torch process without workers or GPU using less CPU than this is idle, not judged.
 IDLE_CORES = 0.1
+# Loader workers busy (on a CPU, runnable or in disk sleep) less than this share idle.
+LOADER_IDLE_SHARE = 0.3
+#: Kernel functions a thread sleeps in while it waits on file descriptors (poll, select,
+#: epoll). A DataLoader's main thread waits for its workers' batches there (a poll on
+#: the result queue's pipe, 5 s at a time); a CUDA sync, a lock or a collective wait
+#: elsewhere (futexes, ioctls).
+FD_WAIT_WCHANS = ("poll_schedule_timeout", "do_sys_poll", "do_select", "core_sys_select",
+                  "ep_poll", "do_epoll_wait")
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -66,6 +77,18 @@ def _blocked(entry: dict[str, Any]) -> float | None:
     if not mt:
         return None
     return max(0.0, 1.0 - mt["on_cpu_share"] - mt["runqueue_share"])
+
+
+def _waits_on_fds(entry: dict[str, Any]) -> float | None:
+    """1 when the main thread sleeps in poll/select/epoll, 0 when it sleeps elsewhere or
+    runs, ``None`` when the kernel does not say (no ``wchan`` rights)."""
+    mt = entry.get("main_thread")
+    if not mt or "wchan" not in mt:
+        return None
+    wchan = mt.get("wchan")
+    if wchan is None:
+        return 0.0 if entry.get("state") == "running" else None
+    return 1.0 if wchan.startswith(FD_WAIT_WCHANS) else 0.0
 
 
 def _activity(entry: dict[str, Any]) -> float | None:
@@ -117,8 +140,12 @@ def monitor_facts(window: Sequence[Snapshot], pid: int, index: Index | None = No
                       for snap, _ in mains]) if gpu_idx else None
     cuda = bool(gpu_idx)
     main_disk = _mean([1.0 if m.get("state") == "disk-sleep" else 0.0 for _, m in mains]) or 0.0
+    # Samples with the main thread asleep in poll/select: with loader workers, waiting for
+    # their batches even when the workers do not run either (they wait on a network read,
+    # an object store, a remote filesystem's socket).
+    fd_wait = _mean([_waits_on_fds(m) for _, m in mains])
     if worker_pids:
-        data = min(blocked, activity if activity is not None else 0.0)
+        data = min(blocked, max(activity if activity is not None else 0.0, fd_wait or 0.0))
     else:
         data = min(blocked, main_disk)
     if cuda and gpu_busy is not None:
@@ -154,6 +181,7 @@ def monitor_facts(window: Sequence[Snapshot], pid: int, index: Index | None = No
         "loader_read_bps_mean": _r(_mean([sum(w.get("read_bps") or 0 for w in ws)
                                           for ws in workers_per_snap if ws]), 0),
         "loader_activity_share": _r(activity),
+        "main_fd_wait_share": _r(fd_wait),
         "main_blocked_share": _r(blocked),
         "main_cpu_cores_mean": _r(_mean([m.get("cpu_cores") for _, m in mains])),
         "main_runqueue_share": _r(_mean([(m.get("main_thread") or {}).get("runqueue_share")
@@ -202,6 +230,10 @@ def _line(pid: int, f: dict[str, Any], v: Verdict) -> str:
             who = (f"the {workers} loader workers of PID {pid} use {cores:.1f}{of} cores"
                    if workers else f"PID {pid} loads batches in its main process")
             seen = f"{gpu} idle {idle:.0f} % while {who}"
+        elif workers and (f["loader_activity_share"] or 0.0) < LOADER_IDLE_SHARE:
+            seen = (f"PID {pid} waits for data {_pct(f['phase_share']['data'])} of the time "
+                    f"while its {workers} loader workers wait too ({cores:.1f}{of} cores busy: "
+                    "reads from the network or a remote filesystem?)")
         elif workers:
             seen = (f"PID {pid} waits for data {_pct(f['phase_share']['data'])} of the time "
                     f"while its {workers} loader workers use {cores:.1f}{of} cores")
@@ -220,16 +252,18 @@ def _line(pid: int, f: dict[str, Any], v: Verdict) -> str:
         return (f"PID {pid} computes {_pct(f['phase_share']['forward'])} of the time, waits for "
                 f"data {_pct(f['phase_share']['data'])} → compute-bound: {_first_fix(v)}")
     if v.name == "unknown":
-        return (f"PID {pid} waits {_pct(f['main_blocked_share'])} of the time, not for its "
-                f"loader, and computes {_pct(f['phase_share']['forward'])} → no single bottleneck "
-                "seen from outside: run `pitstop profile -- COMMAND`")
+        idle = ", its loader workers idle too," if workers else ""
+        return (f"PID {pid} waits {_pct(f['main_blocked_share'])} of the time{idle} and computes "
+                f"{_pct(f['phase_share']['forward'])} → no single bottleneck seen from outside: "
+                "run `pitstop profile -- COMMAND`")
     return f"PID {pid} → {v.name}: {v.headline}"
 
 
 def _idle_torch(p: dict[str, Any], f: dict[str, Any]) -> bool:
     """A process with torch loaded that is not training now (a test runner, a notebook
-    kernel between cells): no loader workers, no GPU, and almost no CPU."""
-    return (not f["workers"] and f["device"] == "cpu"
+    kernel between cells): no loader workers, no GPU, and almost no CPU; never one the
+    user asked for with --pid."""
+    return (not p.get("followed") and not f["workers"] and f["device"] == "cpu"
             and (f["main_cpu_cores_mean"] or 0.0) < IDLE_CORES)
 
 
@@ -252,7 +286,9 @@ def diagnose(window: Sequence[Snapshot]) -> list[dict[str, Any]]:
         return []
     latest = window[-1]
     trainers = [p for p in latest.get("processes") or [] if p.get("role") == "training"]
-    trainers.sort(key=lambda p: (-sum((g.get("memory_bytes") or 0) for g in p.get("gpus") or []),
+    # The processes asked for with --pid first, then the biggest GPU users, the busiest.
+    trainers.sort(key=lambda p: (not p.get("followed"),
+                                 -sum((g.get("memory_bytes") or 0) for g in p.get("gpus") or []),
                                  -(p.get("cpu_cores") or 0.0), p["pid"]))
     out: list[dict[str, Any]] = []
     index = _index(window)
@@ -270,7 +306,8 @@ def diagnose(window: Sequence[Snapshot]) -> list[dict[str, Any]]:
                     "window_s": facts["window_s"], "samples": facts["samples_in_window"],
                     "facts": {k: facts[k] for k in (
                         "phase_share", "main_blocked_share", "main_cpu_cores_mean",
-                        "loader_activity_share", "workers", "loader_cpu_cores_mean",
+                        "loader_activity_share", "main_fd_wait_share", "workers",
+                        "loader_cpu_cores_mean",
                         "gpu_util_pct_mean", "iowait_pct_mean", "disk_busy_pct_mean")}})
     used = {i for v in out for i in v["gpus"]}
     out += [line for line in _idle_gpu_lines(latest) if line["gpus"][0] not in used]

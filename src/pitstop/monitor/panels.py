@@ -210,6 +210,9 @@ def _compact_gpu_line(g: dict[str, Any], h: History, width: int) -> Text:
     gpm = g.get("gpm") or {}
     used, total = g.get("memory_used_bytes"), g.get("memory_total_bytes")
     power, limit = g.get("power_draw_w"), g.get("power_limit_w")
+    if g.get("error"):
+        return Text(fit_words(f"GPU {g['index']:<2} cannot be read: {g['error']}", width),
+                    style="bold red")
     parts = [f"GPU {g['index']:<2}", f"util {fmt_pct(g.get('utilization_gpu_pct')):>5}"]
     if gpm:
         parts.append(f"SM {fmt_pct(gpm.get('sm_active_pct')):>5}")
@@ -228,13 +231,43 @@ def _compact_gpu_line(g: dict[str, Any], h: History, width: int) -> Text:
     return line
 
 
+# What the panel calls the NVML fields it shows, for "n/a: …" notes.
+_FIELD_LABELS = {"utilization_gpu_pct": "util", "memory_used_bytes": "memory",
+                 "power_draw_w": "power", "power_limit_w": "power limit",
+                 "temperature_c": "temp", "temperature_slowdown_c": "slowdown temp",
+                 "clock_sm_mhz": "SM clock", "clock_sm_max_mhz": "max SM clock",
+                 "clocks_event_reasons": "clock reasons", "pcie_rx_kbps": "PCIe",
+                 "pcie_tx_kbps": "PCIe"}
+
+
+def _gpu_notes(g: dict[str, Any], reasons: list[str]) -> list[str]:
+    """Why numbers are missing or held back, most urgent first."""
+    if g.get("error"):
+        lost = " (fell off the bus? `dmesg | grep -i xid`)" if "lost" in g["error"].lower() else ""
+        return [f"cannot read this GPU: {g['error']}{lost}"]
+    note = []
+    if reasons:
+        note.append("clocks held back: " + ", ".join(reasons))
+    if g.get("gpm_unavailable") and not g.get("gpm"):
+        note.append(f"no SM activity: {g['gpm_unavailable']}")
+    by_reason: dict[str, list[str]] = {}
+    for field, why in (g.get("unavailable_fields") or {}).items():
+        label = _FIELD_LABELS.get(field)
+        if label and label not in by_reason.setdefault(why, []):
+            by_reason[why].append(label)
+    if g.get("process_util_unavailable"):
+        by_reason.setdefault(g["process_util_unavailable"], []).append("per-process SM %")
+    note += [f"n/a {', '.join(labels)}: {why}" for why, labels in by_reason.items() if labels]
+    return note
+
+
 def gpu_panel(snap: dict[str, Any], h: History, width: int, *, compact: bool = False) -> Text:
     """Every GPU's panel, or one line per GPU with ``compact`` (many GPUs, few rows)."""
     gpus = snap.get("gpus") or []
     if not gpus:
         return Text(fit_words(snap.get("gpu_unavailable") or "no GPU", width), style="dim")
     if compact:
-        names = sorted({str(g.get("name")) for g in gpus})
+        names = sorted({str(g["name"]) for g in gpus if g.get("name")})
         head = Text(fit_words(f"{len(gpus)} GPUs  {', '.join(names)}  (one line each: the "
                               "screen is short)", width), style="bold reverse")
         return _join([head, *(_compact_gpu_line(g, h, width) for g in gpus)])
@@ -244,17 +277,14 @@ def gpu_panel(snap: dict[str, Any], h: History, width: int, *, compact: bool = F
                 if g.get("pcie_link_gen") and g.get("pcie_link_width") else "")
         title = fit_words(f"GPU {g['index']}  {g.get('name') or 'unknown GPU'} {link}", width)
         lines.append(Text(title, style="bold reverse"))
-        lines += _cells_to_lines(_gpu_cells(g, h), width)
+        if not g.get("error"):  # a lost GPU has no numbers: only the reason
+            lines += _cells_to_lines(_gpu_cells(g, h), width)
         reasons = [n for n in g.get("clocks_event_names") or [] if n != "gpu_idle"]
-        note = []
-        if reasons:
-            note.append("clocks held back: " + ", ".join(reasons))
-        if g.get("gpm_unavailable") and not g.get("gpm"):
-            note.append(f"no SM activity: {g['gpm_unavailable']}")
+        note = _gpu_notes(g, reasons)
         # The line is kept when empty: throttle reasons come and go, and a panel that
         # grew and shrank by a line would make the table below jump under the mouse.
         lines.append(Text(fit_words("; ".join(note), width),
-                          style="bold red" if reasons else "dim"))
+                          style="bold red" if reasons or g.get("error") else "dim"))
     for u in (snap.get("unmatched_gpu_processes") or [])[:1]:
         lines.append(Text(fit_words(f"GPU {u['index']}: PID {u['pid']} is in another PID "
                                     "namespace", width), style="dim"))
@@ -376,19 +406,32 @@ def _sm(p: dict[str, Any]) -> float | None:
 
 def _short_command(cmdline: str) -> str:
     """The command line with its program as a bare name (``/usr/bin/python3 x.py`` →
-    ``python3 x.py``): the arguments are what tells one training run from another."""
+    ``python3 x.py``): the arguments are what tells one training run from another.
+    A kernel thread's ``[name]`` (``[ksoftirqd/1]``) is a name, not a path."""
+    if cmdline.startswith("["):
+        return cmdline
     prog, _, rest = cmdline.partition(" ")
     if "/" in prog:
         prog = prog.rstrip("/").rsplit("/", 1)[-1]
     return f"{prog} {rest}".strip()
 
 
+def _short_path(arg: str) -> str:
+    """``/data/sets/run.py`` → ``…/run.py``; ``--data=/mnt/x/train`` → ``--data=…/train``;
+    anything that is not a path stays as it is."""
+    key, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+    if not eq:
+        key, value = "", arg
+    if value.startswith("[") or "/" not in value.strip("/"):
+        return arg
+    return f"{key}{eq}…/{value.rstrip('/').rsplit('/', 1)[-1]}"
+
+
 def _fit_command(text: str, width: int) -> str:
     """A command line for ``width`` columns: whole if it fits, else with its paths
     reduced to their last part (``…/train_loop.py``), then cut at a word."""
     if len(text) > width:
-        text = " ".join("…/" + a.rstrip("/").rsplit("/", 1)[-1] if "/" in a.strip("/") else a
-                        for a in text.split(" "))
+        text = " ".join(_short_path(a) for a in text.split(" "))
     return fit_words(text, width)
 
 

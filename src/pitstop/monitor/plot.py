@@ -1,11 +1,13 @@
 """``pitstop plot FILE -o OUT.png|OUT.html``: a recording's timelines, verdict changes marked.
 
-One column of charts sharing the time axis (seconds from the first sample): GPU
-activity (utilization.gpu, and SM/tensor activity where GPM was read), GPU power and
-memory, host CPU and iowait, host memory, disk throughput, and the CPU of each
-training process with its loader workers (``.jsonl`` recordings only: a CSV has no
-process table). Every change of the verdict is a vertical line with its name, and
-each stretch of one verdict is shaded in its colour. ``.html`` embeds the figure as
+One column of charts sharing the time axis (seconds from the first sample): the share
+of time the recording's training process (the one followed with ``--pid``, else the one
+judged first most often) waits for data and computes, GPU activity (utilization.gpu,
+and SM/tensor activity where GPM was read), GPU power and memory, host CPU and iowait,
+host memory, disk throughput, and the CPU of each training process with its loader
+workers (``.jsonl`` recordings only: a CSV has no process table). Every change of that
+process's verdict is a vertical line with its name, and each stretch of one verdict is
+shaded in its colour. ``.html`` embeds the figure as
 SVG with a table of the verdict changes; the file is written atomically.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import html
 import io
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,7 @@ from pitstop.errors import UsageError
 from pitstop.fileio import atomic_write_bytes, atomic_write_text, check_output_path
 from pitstop.monitor.recording import Recording
 
-__all__ = ["PLOT_FORMATS", "check_plot_output", "plot_recording", "verdict_changes"]
+__all__ = ["PLOT_FORMATS", "check_plot_output", "plot_recording", "primary_pid", "verdict_changes"]
 
 PLOT_FORMATS = (".png", ".html")
 COLOURS = {"input-bound": "#e6a100", "io-bound": "#d62728", "host-bound": "#9467bd",
@@ -36,21 +39,59 @@ def check_plot_output(path: Path) -> str:
     return ext
 
 
-def verdict_changes(snaps: Sequence[dict[str, Any]]) -> list[tuple[float, str | None, str]]:
-    """(seconds from the start, verdict name, line) at the first sample and at every change
-    of the first verdict's name."""
+def primary_pid(snaps: Sequence[dict[str, Any]]) -> int | None:
+    """The training process a recording is about: the one followed with ``--pid``, else
+    the one judged first (busiest, biggest GPU user) in most samples; ``None`` when no
+    training process was judged."""
+    firsts: Counter[int] = Counter()
+    for s in snaps:
+        for p in s.get("processes") or []:
+            if p.get("followed"):
+                return int(p["pid"])
+        first = next((v for v in s.get("verdicts") or [] if v.get("pid") is not None
+                      and v.get("verdict")), None)
+        if first is not None:
+            firsts[int(first["pid"])] += 1
+    return firsts.most_common(1)[0][0] if firsts else None
+
+
+def _verdict_of(s: dict[str, Any], pid: int | None) -> dict[str, Any]:
+    verdicts = s.get("verdicts") or []
+    if pid is None:
+        return verdicts[0] if verdicts else {}
+    return next((v for v in verdicts if v.get("pid") == pid), {})
+
+
+def verdict_changes(snaps: Sequence[dict[str, Any]], pid: int | None = None
+                    ) -> list[tuple[float, str | None, str]]:
+    """(seconds from the start, verdict name, line) of training process ``pid`` (default:
+    whatever is judged first) at the first sample and at every change of its verdict.
+
+    Following one process matters: the first verdict of a sample belongs to whichever
+    process is busiest at that moment, and two processes trading places is no change."""
     if not snaps:
         return []
     t0 = snaps[0]["t"]
     out: list[tuple[float, str | None, str]] = []
     last: object = object()
     for s in snaps:
-        v = (s.get("verdicts") or [{}])[0]
+        v = _verdict_of(s, pid)
         name = v.get("verdict")
         if name != last:
             out.append((s["t"] - t0, name, str(v.get("line", ""))))
             last = name
     return out
+
+
+def _wait_shares(snaps: Sequence[dict[str, Any]], pid: int) -> tuple[list[float], list[float]]:
+    """Percent of the time ``pid``'s loop waits for data and computes, as its verdicts'
+    facts estimated them (NaN where a sample has none: CSV recordings, the first samples)."""
+    data, compute = [], []
+    for s in snaps:
+        share = ((_verdict_of(s, pid).get("facts") or {}).get("phase_share") or {})
+        data.append(100.0 * share["data"] if "data" in share else float("nan"))
+        compute.append(100.0 * share["forward"] if "forward" in share else float("nan"))
+    return data, compute
 
 
 def _series(snaps: Sequence[dict[str, Any]], get: Any) -> list[float]:
@@ -68,13 +109,19 @@ def _gpu(s: dict[str, Any], i: int) -> dict[str, Any]:
     return next(g for g in s.get("gpus") or [] if g.get("index") == i)
 
 
-def _trainer_cores(snaps: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
-    """Per training process: its own CPU and its workers' summed CPU, in cores."""
-    pids = []
+def _trainer_cores(snaps: Sequence[dict[str, Any]], primary: int | None
+                   ) -> dict[str, list[float]]:
+    """Per training process (the recording's own first, then the busiest; four at most):
+    its own CPU and its workers' summed CPU, in cores."""
+    total: dict[int, float] = {}
     for s in snaps:
         for p in s.get("processes") or []:
-            if p.get("role") == "training" and p["pid"] not in pids:
-                pids.append(p["pid"])
+            if p.get("role") == "training":
+                total.setdefault(p["pid"], 0.0)
+            owner = p["pid"] if p.get("role") == "training" else p.get("trainer")
+            if owner is not None and p.get("role") in ("training", "worker"):
+                total[owner] = total.get(owner, 0.0) + (p.get("cpu_cores") or 0.0)
+    pids = sorted(total, key=lambda pid: (pid != primary, -total[pid], pid))
     out: dict[str, list[float]] = {}
     for pid in pids[:4]:
         main, workers = [], []
@@ -101,12 +148,21 @@ def _figure(rec: Recording) -> Any:
     t0 = snaps[0]["t"]
     x = [s["t"] - t0 for s in snaps]
     gpu_ids = sorted({g["index"] for s in snaps for g in s.get("gpus") or []})
-    trainers = _trainer_cores(snaps)
-    panels = (["gpu_busy", "gpu_power"] if gpu_ids else []) + ["cpu", "mem", "disk"] + (
-        ["procs"] if trainers else [])
+    primary = primary_pid(snaps)
+    trainers = _trainer_cores(snaps, primary)
+    waits = _wait_shares(snaps, primary) if primary is not None else None
+    has_waits = waits is not None and any(v == v for v in waits[0])
+    panels = (["wait"] if has_waits else []) + (["gpu_busy", "gpu_power"] if gpu_ids else []) + [
+        "cpu", "mem", "disk"] + (["procs"] if trainers else [])
     fig, axes = plt.subplots(len(panels), 1, figsize=(11, 2.1 * len(panels) + 0.8), sharex=True,
                              squeeze=False)
     ax_of = dict(zip(panels, axes[:, 0], strict=True))
+    if has_waits and waits is not None:
+        ax = ax_of["wait"]
+        ax.plot(x, waits[0], color=COLOURS["input-bound"], label=f"PID {primary} waits for data %")
+        ax.plot(x, waits[1], color=COLOURS["compute-bound"], label=f"PID {primary} computes %")
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("loop %")
     if gpu_ids:
         ax = ax_of["gpu_busy"]
         for i in gpu_ids:
@@ -152,7 +208,7 @@ def _figure(rec: Recording) -> Any:
         for label, values in trainers.items():
             ax.plot(x, values, label=label)
         ax.set_ylabel("cores")
-    changes = verdict_changes(snaps)
+    changes = verdict_changes(snaps, primary)
     end = x[-1] if x else 0.0
     for n, (t, verdict, _) in enumerate(changes):
         t_next = changes[n + 1][0] if n + 1 < len(changes) else end
@@ -170,22 +226,25 @@ def _figure(rec: Recording) -> Any:
             a.legend(loc="upper left", fontsize=7, ncol=3, framealpha=0.6)
     axes[-1, 0].set_xlabel("seconds from the first sample")
     host = snaps[0].get("host", "")
+    about = f"; verdicts of PID {primary}" if primary is not None else ""
     fig.suptitle(f"pitstop monitor recording {rec.path.name} ({host}, {len(snaps)} samples, "
-                 f"{rec.duration_s:.0f} s)", fontsize=10)
+                 f"{rec.duration_s:.0f} s{about})", fontsize=10)
     fig.tight_layout()
     return fig
 
 
 def _html(rec: Recording, svg: str) -> str:
+    pid = primary_pid(rec.snapshots)
     rows = "".join(
         f"<tr><td>{t:.0f} s</td><td>{html.escape(name or 'no verdict')}</td>"
-        f"<td>{html.escape(line)}</td></tr>" for t, name, line in verdict_changes(rec.snapshots))
+        f"<td>{html.escape(line)}</td></tr>" for t, name, line in verdict_changes(rec.snapshots, pid))
+    whose = f" of PID {pid}" if pid is not None else ""
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in rec.notes)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>pitstop plot: "
             f"{html.escape(rec.path.name)}</title><style>body{{font-family:sans-serif;margin:1em}}"
             f"td{{padding:2px 8px;vertical-align:top}}</style></head><body>"
             f"<h1>pitstop monitor recording {html.escape(rec.path.name)}</h1>"
-            f"{svg}<h2>Verdict changes</h2><table><tr><th>at</th><th>verdict</th><th>line</th></tr>"
+            f"{svg}<h2>Verdict changes{whose}</h2><table><tr><th>at</th><th>verdict</th><th>line</th></tr>"
             f"{rows}</table>{'<ul>' + notes + '</ul>' if notes else ''}</body></html>\n")
 
 

@@ -4,8 +4,8 @@ A metric that means what a DCGM exporter field means carries that field's name, 
 and scale, so that existing Grafana dashboards for dcgm-exporter show pitstop's
 numbers unchanged (``DCGM_FI_PROF_*`` activities are ratios 0-1, framebuffer memory in
 MiB, PCIe in bytes/s); every other metric is ``pitstop_*`` with its unit in its name.
-GPU metrics have the labels ``gpu``, ``UUID``, ``modelName`` and ``Hostname`` as
-dcgm-exporter's; process metrics ``pid``, ``container``, ``role`` and, for GPU
+GPU metrics have the labels ``gpu``, ``UUID``, ``pci_bus_id``, ``modelName`` and
+``Hostname`` as dcgm-exporter's (not its ``device``, the ``nvidiaN`` node name); process metrics ``pid``, ``container``, ``role`` and, for GPU
 memory, ``gpu``. The exporter binds 127.0.0.1 unless a host is given.
 
 The values are read from the collector's latest snapshot at scrape time: a scrape
@@ -31,12 +31,13 @@ DCGM_GPU_METRICS: dict[str, tuple[str, Callable[[dict[str, Any]], Any]]] = {
     "DCGM_FI_DEV_GPU_UTIL": ("GPU utilization (in %), NVML utilization.gpu",
                              lambda g: g.get("utilization_gpu_pct")),
     "DCGM_FI_DEV_MEM_COPY_UTIL": ("Memory utilization (in %)", lambda g: g.get("utilization_memory_pct")),
+    # Whole MiB, as dcgm-exporter gives them.
     "DCGM_FI_DEV_FB_USED": ("Framebuffer memory used (in MiB)",
                             lambda g: None if g.get("memory_used_bytes") is None
-                            else g["memory_used_bytes"] / MiB),
+                            else g["memory_used_bytes"] // MiB),
     "DCGM_FI_DEV_FB_FREE": ("Framebuffer memory free (in MiB)",
                             lambda g: None if g.get("memory_used_bytes") is None or not g.get("memory_total_bytes")
-                            else (g["memory_total_bytes"] - g["memory_used_bytes"]) / MiB),
+                            else (g["memory_total_bytes"] - g["memory_used_bytes"]) // MiB),
     "DCGM_FI_DEV_POWER_USAGE": ("Power draw (in W)", lambda g: g.get("power_draw_w")),
     "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("Power management limit (in W)", lambda g: g.get("power_limit_w")),
     "DCGM_FI_DEV_GPU_TEMP": ("GPU temperature (in C)", lambda g: g.get("temperature_c")),
@@ -77,7 +78,13 @@ PITSTOP_GPU_METRICS: dict[str, tuple[str, Callable[[dict[str, Any]], Any]]] = {
 
 def _ratio(g: dict[str, Any], key: str) -> float | None:
     v = (g.get("gpm") or {}).get(key)
-    return None if v is None else v / 100.0
+    return None if v is None else round(v / 100.0, 4)
+
+
+def dcgm_bus_id(bus_id: Any) -> str:
+    """``00000000:0d:00.0`` as dcgm-exporter's ``pci_bus_id`` label spells it
+    (``00000000:0D:00.0``)."""
+    return str(bus_id or "").upper()
 
 
 def parse_listen(spec: str) -> tuple[str, int]:
@@ -108,7 +115,7 @@ class SnapshotCollector:
         if not snap:
             return
         host = str(snap.get("host", ""))
-        gpu_labels = ["gpu", "UUID", "modelName", "Hostname"]
+        gpu_labels = ["gpu", "UUID", "pci_bus_id", "modelName", "Hostname"]
         for table in (DCGM_GPU_METRICS, PITSTOP_GPU_METRICS):
             for name, (doc, get) in table.items():
                 fam = GaugeMetricFamily(name, doc, labels=gpu_labels)
@@ -116,6 +123,7 @@ class SnapshotCollector:
                     v = get(g)
                     if v is not None:
                         fam.add_metric([str(g["index"]), str(g.get("uuid") or ""),
+                                        dcgm_bus_id(g.get("pci_bus_id")),
                                         str(g.get("name") or ""), host], float(v))
                 yield fam
         yield from self._host(snap, host)

@@ -48,10 +48,14 @@ _PROCESS = _obj({
     "cpu_cores": {**_num, "description": "CPU time per second (1.0 = one core busy)"},
     "read_bps": _num,
     "main_thread": {"type": ["object", "null"], "properties": {
-        "on_cpu_share": {"type": "number"}, "runqueue_share": {"type": "number"}}},
+        "on_cpu_share": {"type": "number"}, "runqueue_share": {"type": "number"},
+        "wchan": {**_str, "description": "kernel function the main thread sleeps in "
+                  "(training processes; null while running or hidden)"}}},
     "container": {"type": ["object", "null"], "properties": {
         "runtime": {"type": "string"}, "id": {"type": "string"}, "name": _str}},
-    "cpus_allowed": _int,
+    "cpus_allowed": {**_int, "description": "CPUs the process may use: its affinity, capped "
+                     "by its cgroup's CPU quota"},
+    "followed": {"type": "boolean", "description": "given with --pid (absent otherwise)"},
     "gpus": {"type": "array", "items": _obj({
         "index": {"type": "integer"}, "memory_bytes": _int, "sm_util_pct": _num,
         "mem_util_pct": _num})},
@@ -75,6 +79,11 @@ _GPU = _obj({
     "pcie_link_width": _int, "pcie_link_width_max": _int,
     "gpm": {"anyOf": [_GPM, {"type": "null"}]},
     "gpm_unavailable": _str,
+    "unavailable_fields": {"type": "object", "additionalProperties": {"type": "string"},
+                           "description": "field -> why NVML could not give it"},
+    "error": {**_str, "description": "why nothing could be read from this GPU this sample "
+              "(e.g. 'GPU is lost')"},
+    "process_util_unavailable": {**_str, "description": "why per-process utilisation is missing"},
 }, ["index", "name", "utilization_gpu_pct", "memory_used_bytes", "memory_total_bytes", "gpm"])
 
 _VERDICT = _obj({
@@ -119,9 +128,11 @@ def _value(readings: dict[str, Reading], name: str) -> dict[str, Any]:
 
 def _gpus(readings: dict[str, Reading]) -> list[dict[str, Any]]:
     gpm = {g["index"]: g for g in _value(readings, "gpm").get("gpm") or []}
+    util_refused = _value(readings, "gpu").get("process_util_unavailable") or {}
     out = []
     for g in _value(readings, "gpu").get("gpus") or []:
         g = dict(g)
+        g["process_util_unavailable"] = util_refused.get(g["index"])
         mask = g.get("clocks_event_reasons")
         g["clocks_event_names"] = clock_event_names(mask) if isinstance(mask, int) else []
         m = gpm.get(g["index"], {})
@@ -154,6 +165,11 @@ def build_snapshot(readings: dict[str, Reading], *, interval_s: float,
         else:
             unmatched.append({"pid": row["pid"], **gpu})
     all_notes = list(notes or [])
+    nvml = readings.get("gpu")
+    if nvml is not None and nvml.stale and gpu_unavailable is None:
+        # NVML stuck in a call (a hung driver): say so rather than show no GPU at all.
+        gpu_unavailable = ("no fresh GPU reading yet" if nvml.value is None else
+                           f"no fresh GPU reading for {nvml.age_s:.0f} s (NVML does not answer)")
     if unmatched:
         all_notes.append(f"{len(unmatched)} GPU process(es) not visible in this PID namespace "
                          "(NVML reports host PIDs; run pitstop on the host to name them)")

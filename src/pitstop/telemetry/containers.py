@@ -18,6 +18,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from pitstop.hostinfo.cgroup import parse_proc_cgroup
 from pitstop.telemetry.procfs import read_text
 
 __all__ = ["ContainerRef", "container_of", "parse_cgroup"]
@@ -55,15 +56,9 @@ class ContainerRef:
 
 def parse_cgroup(text: str) -> ContainerRef | None:
     """The container named by a ``/proc/PID/cgroup`` text, or ``None`` (a host process)."""
-    paths: list[str] = []
-    for line in text.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) == 3:
-            # The unified (v2) line first: it is the one a runtime always sets.
-            if parts[0] == "0":
-                paths.insert(0, parts[2])
-            else:
-                paths.append(parts[2])
+    v1, v2 = parse_proc_cgroup(text)
+    # The unified (v2) path first: it is the one a runtime always sets.
+    paths = ([v2] if v2 is not None else []) + list(dict.fromkeys(v1.values()))
     for path in paths:
         for runtime, pattern in _PATTERNS:
             m = pattern.search(path)

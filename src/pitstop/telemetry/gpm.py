@@ -68,7 +68,13 @@ class GpmReader:
             supported = self._nv.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice
         except Exception as err:
             return f"GPM query failed: {_reason(err)}"
-        return None if supported else "GPM needs a Hopper or newer GPU (not MIG)"
+        if not supported:
+            return "GPM needs a Hopper or newer GPU"
+        try:  # MIG: the whole GPU's counters are not readable; each GPU instance has its own
+            mig_on = int(self._nv.nvmlDeviceGetMigMode(handle)[0]) == 1
+        except Exception:  # no MIG on this board, or bindings without the call
+            mig_on = False
+        return "MIG mode is on (GPM per GPU instance is not read yet)" if mig_on else None
 
     def _metrics(self, index: int, first: Any, second: Any) -> dict[str, Any]:
         nv = self._nv

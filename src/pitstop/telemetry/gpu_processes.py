@@ -1,10 +1,12 @@
 """Which processes use each GPU: memory (compute and graphics contexts) and, where
 NVML keeps them, per-process SM and memory-controller utilisation samples.
 
-``nvmlDeviceGetProcessUtilization`` returns the samples taken since a timestamp; the
-reader keeps the newest timestamp per GPU, so each call sees only new samples. A GPU
-that does not keep them (many consumer boards, MIG) answers ``Not Supported`` once and
-is not asked again; ``Not Found`` means no sample since the last call, not an error.
+``nvmlDeviceGetProcessesUtilizationInfo`` (driver 550+) or, where it is missing or
+refused, the older ``nvmlDeviceGetProcessUtilization`` return the samples taken since a
+timestamp; the reader keeps the newest timestamp per GPU, so each call sees only new
+samples. A GPU that does not keep them (MIG, some boards and drivers) answers ``Not
+Supported`` once and is not asked again (the reason is in the reading); ``Not Found``
+means no sample since the last call, not an error.
 
 NVML reports the PIDs of the host's PID namespace. Inside a container with its own
 PID namespace those PIDs are not this process's; the monitor says so rather than
@@ -15,14 +17,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from pitstop.telemetry.gpu import is_permanent
+from pitstop.telemetry.nvml import running_processes
+
 __all__ = ["GpuProcessReader"]
 
-# NVML's "not available" for usedGpuMemory (e.g. on Windows WDDM, some vGPUs).
-_NO_MEMORY = 2**63
+# The newer call first (driver 550+; some Blackwell drivers answer only it), then the
+# older one; both return samples with timeStamp, pid, smUtil and memUtil.
+UTILISATION_CALLS = ("nvmlDeviceGetProcessesUtilizationInfo", "nvmlDeviceGetProcessUtilization")
 
 
-def _is_not_found(err: BaseException) -> bool:
-    return "not found" in str(err).lower()
+def _no_samples(err: BaseException) -> bool:
+    """``Not Found``: no sample since the timestamp asked for. nvidia-ml-py also raises
+    ``NVMLError(NVML_SUCCESS)`` when the size query finds nothing to size."""
+    return "not found" in str(err).lower() or getattr(err, "value", None) == 0
 
 
 class GpuProcessReader:
@@ -33,34 +41,37 @@ class GpuProcessReader:
         self._handles = handles
         self.indices = indices
         self._since = dict.fromkeys(indices, 0)
+        self._call: dict[int, str] = {}  # the utilisation call that answered, per GPU
         self.util_unsupported: dict[int, str] = {}
 
-    def _memory(self, handle: Any) -> dict[int, int | None]:
-        used: dict[int, int | None] = {}
-        for getter in ("nvmlDeviceGetComputeRunningProcesses",
-                       "nvmlDeviceGetGraphicsRunningProcesses"):
-            try:
-                found = getattr(self._nv, getter)(handle)
-            except Exception:
+    def _samples(self, index: int, handle: Any) -> list[Any]:
+        calls = [self._call[index]] if index in self._call else list(UTILISATION_CALLS)
+        refusals = []
+        for call in calls:
+            fn = getattr(self._nv, call, None)
+            if fn is None:  # older bindings
                 continue
-            for p in found:
-                mem = getattr(p, "usedGpuMemory", None)
-                mem = None if mem is None or mem >= _NO_MEMORY else int(mem)
-                pid = int(p.pid)
-                used[pid] = mem if used.get(pid) is None else used[pid]
-        return used
+            try:
+                samples = list(fn(handle, self._since[index]))
+            except Exception as err:
+                if _no_samples(err):
+                    self._call.setdefault(index, call)
+                    return []
+                if is_permanent(err):
+                    refusals.append(str(err).strip() or type(err).__name__)
+                    continue
+                return []  # GPU lost, a timeout: ask again next time
+            self._call[index] = call
+            return samples
+        self.util_unsupported[index] = (refusals[0] if refusals
+                                        else "nvidia-ml-py has no per-process utilisation call")
+        return []
 
     def _utilisation(self, index: int, handle: Any) -> dict[int, tuple[int, int]]:
         if index in self.util_unsupported:
             return {}
-        try:
-            samples = self._nv.nvmlDeviceGetProcessUtilization(handle, self._since[index])
-        except Exception as err:
-            if not _is_not_found(err):
-                self.util_unsupported[index] = str(err).strip() or type(err).__name__
-            return {}
         latest: dict[int, tuple[int, int, int]] = {}
-        for s in samples:
+        for s in self._samples(index, handle):
             ts = int(s.timeStamp)
             self._since[index] = max(self._since[index], ts)
             if ts >= latest.get(int(s.pid), (-1, 0, 0))[0]:
@@ -71,8 +82,8 @@ class GpuProcessReader:
         rows = []
         for index, handle in zip(self.indices, self._handles, strict=False):
             util = self._utilisation(index, handle)
-            for pid, mem in sorted(self._memory(handle).items()):
+            for pid, (mem, _) in sorted(running_processes(self._nv, handle).items()):
                 sm, mu = util.get(pid, (None, None))
                 rows.append({"gpu": index, "pid": pid, "memory_bytes": mem,
                              "sm_util_pct": sm, "mem_util_pct": mu})
-        return {"gpu_processes": rows}
+        return {"gpu_processes": rows, "process_util_unavailable": dict(self.util_unsupported)}

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pitstop.hostinfo.cpu import usable_cpus
 from pitstop.telemetry.containers import ContainerRef, container_of
 from pitstop.telemetry.procfs import (
     ProcStat,
@@ -34,6 +35,7 @@ from pitstop.telemetry.procfs import (
     read_read_chars,
     read_schedstat,
     read_stat,
+    read_wchan,
 )
 
 __all__ = ["LOADER_WORKER_NAME", "ProcessReader"]
@@ -57,10 +59,11 @@ def _torch_loaded(pid: int, proc: str) -> bool:
         return False
 
 
-def _affinity(pid: int) -> int | None:
+def _usable_cpus(pid: int) -> int | None:
+    """CPUs ``pid`` may use: affinity and cgroup quota (a pod's limit on a big node)."""
     try:
-        return len(os.sched_getaffinity(pid))
-    except (AttributeError, OSError):
+        return usable_cpus(pid=pid)[0]
+    except Exception:  # a process gone half-way, an unreadable cgroup file
         return None
 
 
@@ -183,7 +186,7 @@ class ProcessReader:
             cmd = " ".join(read_cmdline(st.pid, self.proc)) or f"[{st.comm}]"
             k = _Known(st.start_ticks, cmd[:_CMDLINE_MAX],
                        ns[-1] if len(ns) > 1 and ns[-1] != st.pid else None,
-                       container_of(st.pid, self.proc), _affinity(st.pid))
+                       container_of(st.pid, self.proc), _usable_cpus(st.pid))
             self._known[st.pid] = k
         return k
 
@@ -206,6 +209,8 @@ class ProcessReader:
         if st is None or st.state == "zombie":
             return None
         entry = self._entry(st, role)
+        if pid in self.follow:
+            entry["followed"] = True  # asked for with --pid: judged and shown first
         sched = read_schedstat(pid, proc=self.proc)
         chars = read_read_chars(pid, self.proc)
         last = self._last.get(pid)
@@ -217,6 +222,8 @@ class ProcessReader:
                 queued = max(0, sched[1] - last.sched[1]) / 1e9 / dt
                 entry["main_thread"] = {"on_cpu_share": round(min(1.0, on), 3),
                                         "runqueue_share": round(min(1.0, queued), 3)}
+                if role == "training":  # what it sleeps in: a DataLoader waits in poll()
+                    entry["main_thread"]["wchan"] = read_wchan(pid, self.proc)
             if chars is not None and last.read_chars is not None:
                 entry["read_bps"] = round(max(0, chars - last.read_chars) / dt)
         self._last[pid] = _Last(now, st.cpu_s, sched, chars)

@@ -31,6 +31,7 @@ __all__ = [
     "read_schedstat",
     "read_stat",
     "read_text",
+    "read_wchan",
     "thread_names",
 ]
 
@@ -129,6 +130,14 @@ def read_schedstat(pid: int, tid: int | None = None, proc: str = "/proc") -> tup
 def read_nspid(pid: int, proc: str = "/proc") -> list[int]:
     text = read_text(f"{proc}/{pid}/status")
     return parse_nspid(text) if text else []
+
+
+def read_wchan(pid: int, proc: str = "/proc") -> str | None:
+    """The kernel function ``pid``'s main thread sleeps in (``wchan``, e.g.
+    ``poll_schedule_timeout``: waiting on file descriptors); ``None`` while it runs, or
+    where the kernel hides it (``0`` without ptrace rights over the process)."""
+    text = (read_text(f"{proc}/{pid}/wchan") or "").strip()
+    return None if text in ("", "0") else text
 
 
 def read_cmdline(pid: int, proc: str = "/proc") -> list[str]:

@@ -85,12 +85,20 @@ class RecordedNvml:
     def _value(self, h: int, name: str) -> Any:
         gpu = self._gpus[h]
         frame = self._frame(h)
+        self._check_lost(frame)
         value = frame[name] if name in frame else gpu.get("static", {}).get(name)
         if value is None:
             raise RecordedNvmlError("Not Supported")
         if isinstance(value, dict) and "unavailable" in value:
             raise RecordedNvmlError(str(value["unavailable"]))
         return value
+
+    @staticmethod
+    def _check_lost(frame: Mapping[str, Any]) -> None:
+        """A frame ``{"_error": "GPU is lost"}`` makes every call on that GPU fail, as on a
+        GPU that fell off the bus (Xid 79)."""
+        if frame.get("_error"):
+            raise RecordedNvmlError(str(frame["_error"]))
 
     # ----------------------------------------------------------------- system
     def nvmlInit(self) -> None:
@@ -115,7 +123,14 @@ class RecordedNvml:
     def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
         if not 0 <= index < len(self._gpus):
             raise RecordedNvmlError("Invalid Argument")
+        refused = self._gpus[index].get("static", {}).get("handle_error")
+        if refused:  # e.g. "GPU is lost" at start, "No Permission" behind device rules
+            raise RecordedNvmlError(str(refused))
         return index
+
+    def nvmlDeviceGetMigMode(self, h: int) -> list[int]:
+        mode = int(self._value(h, "mig_mode")) if "mig_mode" in self._gpus[h].get("static", {}) else 0
+        return [mode, mode]
 
     def nvmlDeviceGetName(self, h: int) -> str:
         return str(self._value(h, "name"))
@@ -212,6 +227,7 @@ class RecordedNvml:
         return int(pid)
 
     def _procs(self, h: int) -> list[Mapping[str, Any]]:
+        self._check_lost(self._frame(h))
         procs = self._frame(h).get("processes")
         if procs is None:
             procs = self._gpus[h].get("static", {}).get("processes", [])
@@ -251,6 +267,7 @@ class RecordedNvml:
         pass
 
     def nvmlGpmSampleGet(self, h: int, sample: Any) -> Any:
+        self._check_lost(self._frame(h))
         sample.handle, sample.frame = h, self._frame(h)
         return sample
 

@@ -35,7 +35,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 from torch.utils.data.distributed import DistributedSampler
 
-from pitstop.hostinfo import cgroup
+from pitstop.hostinfo.cpu import usable_cpus
 from pitstop.schema import validate
 from pitstop.sysroot import Sysroot
 from pitstop.train.defaults import SettingChange
@@ -75,43 +75,6 @@ MAX_PREFETCH = 8
 MAX_WORKERS = 16
 
 Setting = tuple[Any, str]
-
-
-# ---------------------------------------------------------------- CPUs this process may use
-
-def usable_cpus(sysroot: Sysroot | None = None) -> tuple[int, str]:
-    """How many CPUs this process may run on, and how that was found out."""
-    sysroot = sysroot or Sysroot()
-    affinity: int | None = None
-    if sysroot.is_live:
-        try:
-            affinity = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            affinity = None
-    if affinity is None:
-        text = sysroot.read_text("/proc/self/status") or ""
-        for line in text.splitlines():
-            if line.startswith("Cpus_allowed_list:"):
-                affinity = _count_cpu_list(line.split(":", 1)[1])
-    if affinity is None:
-        affinity = os.cpu_count() or 1
-    quota, where = cgroup.cpu_limit(sysroot)
-    if quota is not None and math.ceil(quota) < affinity:
-        return max(1, math.ceil(quota)), f"cgroup quota {quota:g} CPUs ({where})"
-    return affinity, f"{affinity} CPUs in this process's affinity mask"
-
-
-def _count_cpu_list(text: str) -> int | None:
-    total = 0
-    for chunk in text.strip().split(","):
-        if not chunk:
-            continue
-        lo, _, hi = chunk.partition("-")
-        try:
-            total += (int(hi) - int(lo) + 1) if hi else 1
-        except ValueError:
-            return None
-    return total or None
 
 
 def local_world_size(environ: Mapping[str, str] | None = None) -> int:
