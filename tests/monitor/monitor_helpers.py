@@ -41,6 +41,22 @@ def training(mode: str = "input", seconds: float = 60, workers: int = 2,
         proc.wait(timeout=30)
 
 
+@contextlib.contextmanager
+def busy_process(seconds: float = 120) -> Iterator[subprocess.Popen[bytes]]:
+    """A real process spinning on one core, so that a quiet machine (CI, where nothing
+    else runs) still has a busy process for the table's "other processes" rows."""
+    proc = subprocess.Popen([sys.executable, "-c",
+                             f"import time\nend = time.monotonic() + {seconds}\n"
+                             "while time.monotonic() < end: pass"],
+                            start_new_session=True)
+    try:
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
 def wait_until(what: Callable[[], Any], timeout: float = 30.0, every: float = 0.1) -> Any:
     """Poll ``what`` until it returns something truthy; fail with a clear message."""
     deadline = time.monotonic() + timeout

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("textual")
 
-from monitor_helpers import NVML_SETS
+from monitor_helpers import NVML_SETS, busy_process, wait_until
 
 from pitstop.monitor.app import HelpScreen, MonitorApp
 from pitstop.monitor.collector import Collector
@@ -56,6 +56,8 @@ def test_starts_shows_panels_reacts_to_keys_and_quits(tmp_path: Path) -> None:
             # Other torch processes on the machine may come first; the GPU's line is there.
             assert any(v["line"].startswith("GPU 0 busy") for v in app.snapshot["verdicts"])
             table = app.query_one("#procs", DataTable)
+            # Busy processes are ranked from two scans 2 s apart: the first screens have none.
+            await _until(pilot, lambda: table.row_count > 0)
             seen["rows"] = table.row_count
             await pilot.press("p")
             assert feed.paused and "PAUSED" in _text(app, "#header")
@@ -89,10 +91,11 @@ def test_starts_shows_panels_reacts_to_keys_and_quits(tmp_path: Path) -> None:
             await pilot.press("q")
         seen["exited"] = True
 
-    try:
-        asyncio.run(drive())
-    finally:
-        feed.close()
+    with busy_process():  # a row in the table even on a machine where nothing else runs
+        try:
+            asyncio.run(drive())
+        finally:
+            feed.close()
     assert seen["exited"] and app.return_code in (0, None)
     assert seen["rows"] > 0
     assert len(read_recording(tmp_path / "ui.jsonl").snapshots) >= 3  # recorded while shown
@@ -168,8 +171,14 @@ def test_the_wheel_and_the_cursor_survive_the_refill_of_every_sample(tmp_path: P
     from textual.widgets import DataTable
 
     collector = Collector(interval_s=0.2, gpu=False)
-    collector.prime()
-    base = collector.assemble()
+
+    def with_a_process() -> Any:
+        collector.prime()
+        snap = collector.assemble()
+        return snap if snap["processes"] or snap["other_processes"] else None
+
+    with busy_process():  # a process to copy, even on a machine where nothing else runs
+        base = wait_until(with_a_process, every=0.3)
     collector.close()
     path = tmp_path / "many.jsonl"
     rec = Recorder(path, interval_s=0.25)
