@@ -139,6 +139,78 @@ def test_facts_reader_on_mutated_real_facts(doc: Any) -> None:
             run(["doctor", "--from", str(path), *args])
 
 
+def _recorded_machines_facts() -> list[tuple[str, dict[str, Any]]]:
+    from pitstop.doctor.facts import collect
+    from pitstop.doctor.probes import ProbeContext
+
+    machines = sorted(p for p in (HERE / "doctor" / "machines").iterdir() if p.is_dir())
+    return [(m.name, json.loads(json.dumps(collect(ProbeContext(
+        sysroot=Sysroot.of(m), data_path="/", environ={})), default=str))) for m in machines]
+
+
+def _places(doc: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every key of every object in ``doc``; of a list, its first item's (the others
+    have the same shape), and likewise of a map of many alike values (a governor per
+    CPU, a version per package)."""
+    if isinstance(doc, dict):
+        alike = len(doc) > 4 and len({type(v) for v in doc.values()}) == 1
+        for key, value in list(doc.items())[:2] if alike else doc.items():
+            yield (*prefix, key)
+            yield from _places(value, (*prefix, key))
+    elif isinstance(doc, list) and doc:
+        yield from _places(doc[0], (*prefix, 0))
+
+
+# Besides removing a field or making it null: a value of the same type that no probe
+# writes (a version that is no number, a zero limit, a negative count).
+ODD_VALUES: dict[type, tuple[Any, ...]] = {str: ("", "abc"), int: (0, -1), float: (0.0,)}
+
+
+def _accepted(facts: dict[str, Any], section: str) -> bool:
+    """Whether `doctor --from` takes ``facts`` in which only ``section`` changed (the
+    others are as recorded, and valid: checking the one section is what takes time)."""
+    from pitstop.doctor.facts import REQUIRED_SECTIONS
+    from pitstop.doctor.schema import FACTS_SECTIONS
+
+    if section not in facts:
+        return section not in REQUIRED_SECTIONS
+    return validate(facts[section], FACTS_SECTIONS.get(section, {"type": "object"}),
+                    section) is None
+
+
+def test_every_field_of_every_recorded_machine_removed_nulled_or_odd() -> None:
+    """Exhaustive where the property tests sample: each field of the facts of every
+    recorded machine, one at a time, removed, set to null and set to an odd value of its
+    type. Either the facts reader refuses the document (exit 2, one line) or every check
+    runs to a verdict: none fails with an internal error (a KeyError in a check met a
+    field the schema let through)."""
+    from pitstop.doctor.checks import run_checks
+
+    failures: dict[tuple[str, str], str] = {}
+    for machine, facts in _recorded_machines_facts():
+        for place in list(_places(facts)):
+            if place[0] in ("meta", "schema_version"):
+                continue
+            parent = facts
+            for key in place[:-1]:
+                parent = parent[key]
+            kept = parent[place[-1]]
+            for change in ("remove", None, *ODD_VALUES.get(type(kept), ())):
+                if change == "remove":
+                    del parent[place[-1]]
+                else:
+                    parent[place[-1]] = change
+                try:
+                    if _accepted(facts, place[0]):
+                        for r in run_checks(facts):
+                            if "internal error" in r.summary:
+                                failures.setdefault((r.code, r.summary[:90]),
+                                                    f"{machine} {place} = {change!r}")
+                finally:
+                    parent[place[-1]] = kept
+    assert not failures, failures
+
+
 def test_real_facts_still_diagnose() -> None:
     for doc in REAL_FACTS:  # the property must not hold only because everything is refused
         with scratch() as folder:
