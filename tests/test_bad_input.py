@@ -242,3 +242,65 @@ def test_typos_are_rejected_not_created(tmp_path: Path, pitstop_cli, args: list[
     assert proc.stdout == ""  # rejected before any work (no ladder, no plan)
     assert not Path("/nonexistent").exists() and not Path("/typo").exists()
     assert listing(tmp_path) == []
+
+
+# ---------------------------------------------------------------- numbers
+
+def _number_options() -> list[tuple[list[str], str]]:
+    """(command words, option) for every option of every command that takes a float."""
+    import click
+
+    from pitstop.cli import cli
+
+    out = []
+
+    def walk(command: click.Command, words: list[str]) -> None:
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                if sub is not None:
+                    walk(sub, [*words, name])
+            return
+        for param in command.params:
+            if isinstance(param, click.Option) and isinstance(param.type, click.FloatRange):
+                out.append((words, param.opts[0]))
+
+    walk(cli, [])
+    return out
+
+
+NUMBER_OPTIONS = _number_options()
+
+
+def test_every_float_option_is_checked_finite() -> None:
+    from pitstop.options import FiniteFloatRange
+
+    assert NUMBER_OPTIONS  # bench, doctor and monitor have some
+    unchecked = [(w, o) for w, o in NUMBER_OPTIONS if not isinstance(
+        _option(w, o).type, FiniteFloatRange)]
+    assert not unchecked, "click.FloatRange lets nan through: use pitstop.options.FiniteFloatRange"
+
+
+def _option(words: list[str], opt: str):
+    import click
+
+    from pitstop.cli import cli
+
+    command: click.Command = cli
+    for word in words:
+        assert isinstance(command, click.Group)
+        command = command.get_command(click.Context(command), word)  # type: ignore[assignment]
+    return next(p for p in command.params if p.opts[0] == opt)
+
+
+@pytest.mark.parametrize("words, opt", NUMBER_OPTIONS, ids=lambda v: " ".join(v) if
+                         isinstance(v, list) else v)
+@pytest.mark.parametrize("number", ["nan", "inf", "1e300"])
+def test_no_float_option_takes_nan_infinity_or_a_clock_overflow(words: list[str], opt: str,
+                                                                number: str) -> None:
+    # `monitor --interval nan` was an internal error; `--duration 1e300` overflowed the
+    # recorder's clock after the recording had started.
+    code, out, err = run_cli_in_process([*words, opt, number])
+    assert code == EXIT_USAGE and out == "", (code, err)
+    assert len(err.strip().splitlines()) == 1 and opt in err and "internal" not in err
