@@ -403,6 +403,47 @@ def test_lint_fix_on_training_loops_keeps_valid_python(source: str) -> None:
     ast.parse(fixed)  # whatever was fixed, the file still parses
 
 
+# ---------------------------------------------------------------- monitor recordings
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[dict[str, Any]]]:
+    """A real `monitor --record` recording, with a recorded H100 (GPU panels, gpm):
+    its header line and its snapshots."""
+    path = tmp_path_factory.mktemp("rec") / "run.jsonl"
+    nvml = HERE / "monitor" / "nvml" / "h100-sxm-compute.json"
+    code, _, err = run(["monitor", "--nvml-recording", str(nvml), "--record", str(path),
+                        "--duration", "0.5", "--interval", "0.2"])
+    assert code == 0, err
+    head, *lines = path.read_text().splitlines()
+    return head, [json.loads(line) for line in lines]
+
+
+@settings(PROPERTY, max_examples=30)  # a recording that passes plots (~0.3 s each)
+@given(st.data())
+def test_plot_on_mutated_real_recordings(recording: tuple[str, list[dict[str, Any]]],
+                                        data: st.DataObject) -> None:
+    head, snapshots = recording
+    changed = data.draw(st.integers(0, len(snapshots) - 1))
+    lines = [json.dumps(data.draw(mutated(s)) if i == changed else s)
+             for i, s in enumerate(snapshots)]
+    with scratch() as folder:
+        (folder / "run.jsonl").write_text("\n".join([head, *lines]) + "\n")
+        code, _, _ = run(["plot", str(folder / "run.jsonl"), "-o", str(folder / "run.html")])
+        assert code in (0, 2)
+
+
+def test_a_deep_or_endless_recording_line_is_refused(tmp_path: Path,
+                                                     recording: tuple[str, Any]) -> None:
+    for name, line in (("deep", "[" * 100_000 + "]" * 100_000), ("long", "1" * (17 << 20))):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(recording[0] + "\n" + line + "\n")
+        for argv in (["plot", str(path), "-o", str(tmp_path / "p.png")],
+                     ["monitor", "--replay", str(path)]):
+            code, _out, err = run(argv)
+            assert code == 2 and "line 2" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "p.png").exists()
+
+
 # ---------------------------------------------------------------- the validator itself
 
 @given(json_values)
@@ -418,6 +459,20 @@ def test_the_validator_agrees_with_jsonschema_on_the_facts_schema(doc: Any) -> N
         ours = validate(candidate, FACTS_SCHEMA) is None
         theirs = strict(FACTS_SCHEMA).is_valid(candidate)
         assert ours == theirs, (candidate, validate(candidate, FACTS_SCHEMA))
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.data())
+def test_the_validator_agrees_with_jsonschema_on_the_snapshot_schema(
+        recording: tuple[str, list[dict[str, Any]]], data: st.DataObject) -> None:
+    from pitstop.monitor.snapshot import SNAPSHOT_SCHEMA  # anyOf, const, enum, required
+
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool))
+    strict = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
+    doc = data.draw(st.sampled_from(recording[1]).flatmap(mutated))
+    assert (validate(doc, SNAPSHOT_SCHEMA) is None) == strict(SNAPSHOT_SCHEMA).is_valid(doc), \
+        validate(doc, SNAPSHOT_SCHEMA)
 
 
 def test_every_schema_is_valid_json_schema() -> None:
