@@ -304,3 +304,24 @@ def test_no_float_option_takes_nan_infinity_or_a_clock_overflow(words: list[str]
     code, out, err = run_cli_in_process([*words, opt, number])
     assert code == EXIT_USAGE and out == "", (code, err)
     assert len(err.strip().splitlines()) == 1 and opt in err and "internal" not in err
+
+
+# ---------------------------------------------------------------- JSON read anywhere
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_deep_notebook_is_a_file_lint_cannot_check_not_a_bug(tmp_path: Path) -> None:
+    (tmp_path / "train.ipynb").write_text('{"cells": ' + DEEP_JSON + "}")
+    code, _out, err = run_cli_in_process(["lint", "-j", "1", str(tmp_path / "train.ipynb")])
+    assert code == 1 and "internal" not in err, err  # 1: a file that cannot be checked
+    assert err.strip().splitlines() == [f"{tmp_path / 'train.ipynb'}: error: not a valid "
+                                        "notebook (JSON nested too deep)"]
+
+
+def test_a_deep_nvml_recording_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "nvml.json").write_text(DEEP_JSON)
+    code, out, err = run_cli_in_process(["monitor", "--nvml-recording",
+                                         str(tmp_path / "nvml.json"), "--once"])
+    assert code == EXIT_USAGE and out == "" and "nested deeper than 64 levels" in err, err
+    assert len(err.strip().splitlines()) == 1
