@@ -222,6 +222,29 @@ def test_root_fixing_another_users_file_keeps_its_owner(tmp_path: Path, pitstop_
     assert 'torch.amp.autocast("cuda")' in target.read_text()
 
 
+@pytest.mark.parametrize("config, needle", [
+    ('select = [""]', "select has an empty code"),
+    ('ignore = ["LT007", ""]', "ignore has an empty code"),
+    ('select = []', "select = [] checks no code"),
+])
+def test_empty_codes_in_the_lint_config_are_refused(tmp_path: Path, config: str,
+                                                   needle: str) -> None:
+    # "" is a prefix of every code: select = [""] checked all, select = [] none, silently.
+    (tmp_path / "pyproject.toml").write_text(f"[tool.pitstop.lint]\n{config}\n")
+    (tmp_path / "x.py").write_text(FIXABLE)
+    code, out, err = run_cli_in_process(["lint", "-j", "1", "--config",
+                                         str(tmp_path / "pyproject.toml"), str(tmp_path / "x.py")])
+    assert code == EXIT_USAGE and out == "" and needle in err, err
+
+
+@pytest.mark.parametrize("value", ["", ","])
+def test_select_naming_no_code_is_refused_on_the_command_line_too(tmp_path: Path,
+                                                                 value: str) -> None:
+    (tmp_path / "x.py").write_text(FIXABLE)  # `--select ''` checked every code
+    code, out, err = run_cli_in_process(["lint", "--select", value, str(tmp_path / "x.py")])
+    assert code == EXIT_USAGE and out == "" and "names no code" in err, err
+
+
 # ---------------------------------------------------------------- typos created
 
 @pytest.mark.parametrize("args, needle", [
