@@ -242,10 +242,12 @@ def plot(recording: Path, out: Path) -> int:
       pitstop plot run.jsonl -o run.png
       pitstop plot run.csv -o run.html
     """
+    from pitstop.deps import require_modules
     from pitstop.monitor.plot import check_plot_output, plot_recording
     from pitstop.monitor.recording import read_recording
 
     check_plot_output(out)
+    require_modules("pitstop plot", {"matplotlib": "matplotlib"}, "plot")  # before reading
     rec = read_recording(recording)
     for note in rec.notes:
         click.echo(f"pitstop plot: {recording}: {note}", err=True)
