@@ -182,3 +182,41 @@ def test_a_signal_swallowed_by_a_finalizer_still_ends_the_command(sig: int, expe
         except (Terminated, KeyboardInterrupt) as exc:
             caught.append(type(exc).__name__)
     assert caught == [expected], "the signal was lost in the finalizer"
+
+
+def test_a_swallowed_signal_is_redelivered_while_other_threads_keep_the_cpus_busy() -> None:
+    """The redelivery must not land back in the unraisable hook: sent by a timer 1 ms
+    later, it often did when thread start-up was slow (busy threads, a loaded machine:
+    117 of 200 lost in a stress run), and an exception in the hook is gone for good."""
+    import threading
+
+    from pitstop.errors import Terminated
+    from pitstop.signals import terminate_as_exception
+
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(range(1000))
+
+    spinners = [threading.Thread(target=spin, daemon=True) for _ in range(3)]
+    for t in spinners:
+        t.start()
+    lost = 0
+    try:
+        for _ in range(15):
+            with terminate_as_exception():
+                try:
+                    obj = _SignalsItselfWhenFinalized(signal.SIGTERM)
+                    del obj
+                    deadline = time.monotonic() + 5
+                    while time.monotonic() < deadline:
+                        pass
+                    lost += 1
+                except Terminated:
+                    pass
+    finally:
+        stop.set()
+        for t in spinners:
+            t.join()
+    assert lost == 0, f"{lost} of 15 signals lost in a finalizer"

@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -94,13 +95,21 @@ def _redeliver_swallowed(previous_hook: Any, owner: int) -> Any:
             previous_hook(unraisable)
             return
         sent[0] += 1
-        # Sent from another thread a moment later: sent from here, the handler would
-        # run at once, inside this hook, and its exception would be swallowed again.
-        # It runs at the main thread's next check point instead: in ordinary code, or
-        # in a further finalizer, which brings it back here (at most MAX_REDELIVERIES).
-        timer = threading.Timer(REDELIVERY_DELAY_S, os.kill, (owner, signum))
-        timer.daemon = True
-        timer.start()
+        # Sent from another thread once this hook has returned: sent while the main
+        # thread is still in here (from here, or by a timer that fires early on a loaded
+        # machine), the handler would run inside the hook, and an exception raised in
+        # an unraisable hook is swallowed for good. Sent after, it runs at the main
+        # thread's next check point: in ordinary code, or in a further finalizer, which
+        # brings it back here (at most MAX_REDELIVERIES).
+        in_hook = [True]
+
+        def send_when_out() -> None:
+            while in_hook[0]:
+                time.sleep(REDELIVERY_DELAY_S)
+            os.kill(owner, signum)
+
+        threading.Thread(target=send_when_out, name="pitstop-redeliver", daemon=True).start()
+        in_hook[0] = False  # the last statement: a store checks no signals, nor does return
 
     return hook
 
