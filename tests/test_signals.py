@@ -141,7 +141,8 @@ def test_sigterm_during_bench_ends_the_dataloader_workers(tmp_path: Path) -> Non
     sys.path.insert(0, str(Path(__file__).parent / "bench"))
     from _bench_helpers import TINY_CLI
 
-    proc = _start(["bench", *TINY_CLI, "--steps", "20", "--rungs", "0-1",
+    # 5 steps: rung 0 (naive, no workers) is over in ~1 s; rung 1's workers live ~2 s
+    proc = _start(["bench", *TINY_CLI, "--steps", "5", "--rungs", "0-1",
                    "--data", str(tmp_path / "cache")])
     # rung 1 runs with DataLoader worker processes: wait until they are there
     workers = wait_for(lambda: _children(proc.pid), timeout=120)
