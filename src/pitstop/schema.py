@@ -335,7 +335,7 @@ def _object_step(schema: Schema) -> Check:
             if check is None:
                 if extra is False:
                     return lambda path: (f"{_where(path)} has an unknown key {key!r} "
-                                                  f"(known: {known})")
+                                         f"(known: {known})")
                 check = extra_check
                 if check is None:
                     continue
