@@ -175,6 +175,21 @@ def test_fix_on_a_chmod_444_file_as_its_non_root_owner(shared_dir: Path) -> None
     assert listing(shared_dir) == ["train.py"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own a file nobody may not write")
+def test_fix_on_another_users_file_says_whose_it_is(shared_dir: Path) -> None:
+    shared_dir.chmod(0o777)  # nobody may write the folder, not the file
+    target = shared_dir / "train.py"
+    target.write_text(FIXABLE)
+    target.chmod(0o644)
+    argv = ["lint", "-j", "1", "--fix", str(target)]
+    run_cli_in_process(["lint", "-j", "1", "--diff", str(target)])  # import first
+    code, _out, err = run_cli_as_nobody(argv)
+    assert code == EXIT_USAGE, err
+    assert "owned by root (uid 0)); run pitstop as a user who may, or ask the owner" in err
+    assert "chmod" not in err  # only its owner could
+    assert target.read_text() == FIXABLE and listing(shared_dir) == ["train.py"]
+
+
 def test_fix_on_a_chmod_444_file_as_root_is_refused_too(tmp_path: Path, pitstop_cli) -> None:
     target = tmp_path / "train.py"
     target.write_text(FIXABLE)
