@@ -175,6 +175,21 @@ def test_fix_on_a_chmod_444_file_as_its_non_root_owner(shared_dir: Path) -> None
     assert listing(shared_dir) == ["train.py"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own a file nobody may not write")
+def test_fix_on_another_users_file_says_whose_it_is(shared_dir: Path) -> None:
+    shared_dir.chmod(0o777)  # nobody may write the folder, not the file
+    target = shared_dir / "train.py"
+    target.write_text(FIXABLE)
+    target.chmod(0o644)
+    argv = ["lint", "-j", "1", "--fix", str(target)]
+    run_cli_in_process(["lint", "-j", "1", "--diff", str(target)])  # import first
+    code, _out, err = run_cli_as_nobody(argv)
+    assert code == EXIT_USAGE, err
+    assert "owned by root (uid 0)); run pitstop as a user who may, or ask the owner" in err
+    assert "chmod" not in err  # only its owner could
+    assert target.read_text() == FIXABLE and listing(shared_dir) == ["train.py"]
+
+
 def test_fix_on_a_chmod_444_file_as_root_is_refused_too(tmp_path: Path, pitstop_cli) -> None:
     target = tmp_path / "train.py"
     target.write_text(FIXABLE)
@@ -222,6 +237,29 @@ def test_root_fixing_another_users_file_keeps_its_owner(tmp_path: Path, pitstop_
     assert 'torch.amp.autocast("cuda")' in target.read_text()
 
 
+@pytest.mark.parametrize("config, needle", [
+    ('select = [""]', "select has an empty code"),
+    ('ignore = ["LT007", ""]', "ignore has an empty code"),
+    ('select = []', "select = [] checks no code"),
+])
+def test_empty_codes_in_the_lint_config_are_refused(tmp_path: Path, config: str,
+                                                   needle: str) -> None:
+    # "" is a prefix of every code: select = [""] checked all, select = [] none, silently.
+    (tmp_path / "pyproject.toml").write_text(f"[tool.pitstop.lint]\n{config}\n")
+    (tmp_path / "x.py").write_text(FIXABLE)
+    code, out, err = run_cli_in_process(["lint", "-j", "1", "--config",
+                                         str(tmp_path / "pyproject.toml"), str(tmp_path / "x.py")])
+    assert code == EXIT_USAGE and out == "" and needle in err, err
+
+
+@pytest.mark.parametrize("value", ["", ","])
+def test_select_naming_no_code_is_refused_on_the_command_line_too(tmp_path: Path,
+                                                                 value: str) -> None:
+    (tmp_path / "x.py").write_text(FIXABLE)  # `--select ''` checked every code
+    code, out, err = run_cli_in_process(["lint", "--select", value, str(tmp_path / "x.py")])
+    assert code == EXIT_USAGE and out == "" and "names no code" in err, err
+
+
 # ---------------------------------------------------------------- typos created
 
 @pytest.mark.parametrize("args, needle", [
@@ -242,3 +280,86 @@ def test_typos_are_rejected_not_created(tmp_path: Path, pitstop_cli, args: list[
     assert proc.stdout == ""  # rejected before any work (no ladder, no plan)
     assert not Path("/nonexistent").exists() and not Path("/typo").exists()
     assert listing(tmp_path) == []
+
+
+# ---------------------------------------------------------------- numbers
+
+def _number_options() -> list[tuple[list[str], str]]:
+    """(command words, option) for every option of every command that takes a float."""
+    import click
+
+    from pitstop.cli import cli
+
+    out = []
+
+    def walk(command: click.Command, words: list[str]) -> None:
+        if isinstance(command, click.Group):
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                if sub is not None:
+                    walk(sub, [*words, name])
+            return
+        for param in command.params:
+            if isinstance(param, click.Option) and isinstance(param.type, click.FloatRange):
+                out.append((words, param.opts[0]))
+
+    walk(cli, [])
+    return out
+
+
+NUMBER_OPTIONS = _number_options()
+
+
+def test_every_float_option_is_checked_finite() -> None:
+    from pitstop.options import FiniteFloatRange
+
+    assert NUMBER_OPTIONS  # bench, doctor and monitor have some
+    unchecked = [(w, o) for w, o in NUMBER_OPTIONS if not isinstance(
+        _option(w, o).type, FiniteFloatRange)]
+    assert not unchecked, "click.FloatRange lets nan through: use pitstop.options.FiniteFloatRange"
+
+
+def _option(words: list[str], opt: str):
+    import click
+
+    from pitstop.cli import cli
+
+    command: click.Command = cli
+    for word in words:
+        assert isinstance(command, click.Group)
+        command = command.get_command(click.Context(command), word)  # type: ignore[assignment]
+    return next(p for p in command.params if p.opts[0] == opt)
+
+
+@pytest.mark.parametrize("words, opt", NUMBER_OPTIONS, ids=lambda v: " ".join(v) if
+                         isinstance(v, list) else v)
+@pytest.mark.parametrize("number", ["nan", "inf", "1e300"])
+def test_no_float_option_takes_nan_infinity_or_a_clock_overflow(words: list[str], opt: str,
+                                                                number: str) -> None:
+    # `monitor --interval nan` was an internal error; `--duration 1e300` overflowed the
+    # recorder's clock after the recording had started.
+    code, out, err = run_cli_in_process([*words, opt, number])
+    assert code == EXIT_USAGE and out == "", (code, err)
+    assert len(err.strip().splitlines()) == 1 and opt in err and "internal" not in err
+
+
+# ---------------------------------------------------------------- JSON read anywhere
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+
+
+def test_a_deep_notebook_is_a_file_lint_cannot_check_not_a_bug(tmp_path: Path) -> None:
+    (tmp_path / "train.ipynb").write_text('{"cells": ' + DEEP_JSON + "}")
+    code, _out, err = run_cli_in_process(["lint", "-j", "1", str(tmp_path / "train.ipynb")])
+    assert code == 1 and "internal" not in err, err  # 1: a file that cannot be checked
+    assert err.strip().splitlines() == [f"{tmp_path / 'train.ipynb'}: error: not a valid "
+                                        "notebook (JSON nested too deep)"]
+
+
+def test_a_deep_nvml_recording_is_refused_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "nvml.json").write_text(DEEP_JSON)
+    code, out, err = run_cli_in_process(["monitor", "--nvml-recording",
+                                         str(tmp_path / "nvml.json"), "--once"])
+    assert code == EXIT_USAGE and out == "" and "nested deeper than 64 levels" in err, err
+    assert len(err.strip().splitlines()) == 1

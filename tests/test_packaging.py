@@ -62,6 +62,9 @@ def test_the_wheel_declares_core_deps_and_never_torch(wheel: Path) -> None:
     assert core == CORE
     bench = {name for name, marker in reqs if _extra(marker) == "bench"}
     assert bench == BENCH
+    assert {name for name, marker in reqs if _extra(marker) == "plot"} == {"matplotlib"}
+    assert {name for name, marker in reqs if _extra(marker) == "monitor"} == {
+        "textual", "prometheus-client"}
     assert not core & BENCH  # Pillow, numpy, matplotlib only with pitstop[bench]
 
 
@@ -176,4 +179,14 @@ def test_bench_without_torch_says_in_one_line_what_to_install(tmp_path: Path) ->
     assert "pitstop bench needs torch >= 2.4, which is not installed" in lines[0]
     assert re.search(r"pip install .*torch .*--index-url https://download\.pytorch\.org/whl/",
                      lines[0])
+    assert os.listdir(tmp_path) == []
+
+
+def test_plot_without_matplotlib_says_in_one_line_what_to_install(tmp_path: Path) -> None:
+    # checked before the recording is read: a long one is not read for nothing
+    proc = _blocked("plot", "run.jsonl", "-o", "run.png", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "pitstop: error: pitstop plot needs matplotlib, not installed in this Python; install "
+        "it with: pip install 'pitstop[plot]'"]
     assert os.listdir(tmp_path) == []

@@ -132,11 +132,83 @@ def test_facts_reader_on_arbitrary_json(doc: Any) -> None:
 @PROPERTY
 @given(st.sampled_from(REAL_FACTS).flatmap(mutated))
 def test_facts_reader_on_mutated_real_facts(doc: Any) -> None:
-    for args in ([], ["--json"], ["--all"]):
+    for args in (["--json"], ["--all"]):  # --all's table has every row the plain one has
         with scratch() as folder:
             path = folder / "facts.json"
             path.write_text(json.dumps(doc))
             run(["doctor", "--from", str(path), *args])
+
+
+def _recorded_machines_facts() -> list[tuple[str, dict[str, Any]]]:
+    from pitstop.doctor.facts import collect
+    from pitstop.doctor.probes import ProbeContext
+
+    machines = sorted(p for p in (HERE / "doctor" / "machines").iterdir() if p.is_dir())
+    return [(m.name, json.loads(json.dumps(collect(ProbeContext(
+        sysroot=Sysroot.of(m), data_path="/", environ={})), default=str))) for m in machines]
+
+
+def _places(doc: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every key of every object in ``doc``; of a list, its first item's (the others
+    have the same shape), and likewise of a map of many alike values (a governor per
+    CPU, a version per package)."""
+    if isinstance(doc, dict):
+        alike = len(doc) > 4 and len({type(v) for v in doc.values()}) == 1
+        for key, value in list(doc.items())[:2] if alike else doc.items():
+            yield (*prefix, key)
+            yield from _places(value, (*prefix, key))
+    elif isinstance(doc, list) and doc:
+        yield from _places(doc[0], (*prefix, 0))
+
+
+# Besides removing a field or making it null: a value of the same type that no probe
+# writes (a version that is no number, a zero limit, a negative count).
+ODD_VALUES: dict[type, tuple[Any, ...]] = {str: ("", "abc"), int: (0, -1), float: (0.0,)}
+
+
+def _accepted(facts: dict[str, Any], section: str) -> bool:
+    """Whether `doctor --from` takes ``facts`` in which only ``section`` changed (the
+    others are as recorded, and valid: checking the one section is what takes time)."""
+    from pitstop.doctor.facts import REQUIRED_SECTIONS
+    from pitstop.doctor.schema import FACTS_SECTIONS
+
+    if section not in facts:
+        return section not in REQUIRED_SECTIONS
+    return validate(facts[section], FACTS_SECTIONS.get(section, {"type": "object"}),
+                    section) is None
+
+
+def test_every_field_of_every_recorded_machine_removed_nulled_or_odd() -> None:
+    """Exhaustive where the property tests sample: each field of the facts of every
+    recorded machine, one at a time, removed, set to null and set to an odd value of its
+    type. Either the facts reader refuses the document (exit 2, one line) or every check
+    runs to a verdict: none fails with an internal error (a KeyError in a check met a
+    field the schema let through)."""
+    from pitstop.doctor.checks import run_checks
+
+    failures: dict[tuple[str, str], str] = {}
+    for machine, facts in _recorded_machines_facts():
+        for place in list(_places(facts)):
+            if place[0] in ("meta", "schema_version"):
+                continue
+            parent = facts
+            for key in place[:-1]:
+                parent = parent[key]
+            kept = parent[place[-1]]
+            for change in ("remove", None, *ODD_VALUES.get(type(kept), ())):
+                if change == "remove":
+                    del parent[place[-1]]
+                else:
+                    parent[place[-1]] = change
+                try:
+                    if _accepted(facts, place[0]):
+                        for r in run_checks(facts):
+                            if "internal error" in r.summary:
+                                failures.setdefault((r.code, r.summary[:90]),
+                                                    f"{machine} {place} = {change!r}")
+                finally:
+                    parent[place[-1]] = kept
+    assert not failures, failures
 
 
 def test_real_facts_still_diagnose() -> None:
@@ -331,6 +403,47 @@ def test_lint_fix_on_training_loops_keeps_valid_python(source: str) -> None:
     ast.parse(fixed)  # whatever was fixed, the file still parses
 
 
+# ---------------------------------------------------------------- monitor recordings
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[dict[str, Any]]]:
+    """A real `monitor --record` recording, with a recorded H100 (GPU panels, gpm):
+    its header line and its snapshots."""
+    path = tmp_path_factory.mktemp("rec") / "run.jsonl"
+    nvml = HERE / "monitor" / "nvml" / "h100-sxm-compute.json"
+    code, _, err = run(["monitor", "--nvml-recording", str(nvml), "--record", str(path),
+                        "--duration", "0.5", "--interval", "0.2"])
+    assert code == 0, err
+    head, *lines = path.read_text().splitlines()
+    return head, [json.loads(line) for line in lines]
+
+
+@settings(PROPERTY, max_examples=15)  # a recording that passes is plotted (~0.5 s)
+@given(st.data())
+def test_plot_on_mutated_real_recordings(recording: tuple[str, list[dict[str, Any]]],
+                                        data: st.DataObject) -> None:
+    head, snapshots = recording
+    changed = data.draw(st.integers(0, len(snapshots) - 1))
+    lines = [json.dumps(data.draw(mutated(s)) if i == changed else s)
+             for i, s in enumerate(snapshots)]
+    with scratch() as folder:
+        (folder / "run.jsonl").write_text("\n".join([head, *lines]) + "\n")
+        code, _, _ = run(["plot", str(folder / "run.jsonl"), "-o", str(folder / "run.html")])
+        assert code in (0, 2)
+
+
+def test_a_deep_or_endless_recording_line_is_refused(tmp_path: Path,
+                                                     recording: tuple[str, Any]) -> None:
+    for name, line in (("deep", "[" * 100_000 + "]" * 100_000), ("long", "1" * (17 << 20))):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(recording[0] + "\n" + line + "\n")
+        for argv in (["plot", str(path), "-o", str(tmp_path / "p.png")],
+                     ["monitor", "--replay", str(path)]):
+            code, _out, err = run(argv)
+            assert code == 2 and "line 2" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "p.png").exists()
+
+
 # ---------------------------------------------------------------- the validator itself
 
 @given(json_values)
@@ -346,6 +459,20 @@ def test_the_validator_agrees_with_jsonschema_on_the_facts_schema(doc: Any) -> N
         ours = validate(candidate, FACTS_SCHEMA) is None
         theirs = strict(FACTS_SCHEMA).is_valid(candidate)
         assert ours == theirs, (candidate, validate(candidate, FACTS_SCHEMA))
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.data())
+def test_the_validator_agrees_with_jsonschema_on_the_snapshot_schema(
+        recording: tuple[str, list[dict[str, Any]]], data: st.DataObject) -> None:
+    from pitstop.monitor.snapshot import SNAPSHOT_SCHEMA  # anyOf, const, enum, required
+
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool))
+    strict = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
+    doc = data.draw(st.sampled_from(recording[1]).flatmap(mutated))
+    assert (validate(doc, SNAPSHOT_SCHEMA) is None) == strict(SNAPSHOT_SCHEMA).is_valid(doc), \
+        validate(doc, SNAPSHOT_SCHEMA)
 
 
 def test_every_schema_is_valid_json_schema() -> None:

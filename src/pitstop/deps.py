@@ -2,7 +2,8 @@
 something is missing.
 
 The core install carries what ``doctor``, ``lint``, ``system`` and ``explain`` need.
-Extras carry the rest (``pitstop[bench]``: Pillow, numpy, matplotlib). torch is never
+Extras carry the rest (``pitstop[bench]``: Pillow, numpy, matplotlib; ``pitstop[plot]``:
+matplotlib; ``pitstop[monitor]``: Textual, prometheus-client). torch is never
 a dependency: pip would pick PyPI's default build, which may not match the machine's
 NVIDIA driver, and would replace a torch the user chose. A command that needs torch
 checks for it first and names the build for this machine's driver, from the doctor's
@@ -90,5 +91,6 @@ def require_modules(command: str, modules: dict[str, str], extra: str) -> None:
     name) cannot be imported: ``pip install 'pitstop[EXTRA]'`` brings them."""
     missing = [dist for name, dist in modules.items() if not _importable(name)]
     if missing:
+        them = "them" if len(missing) > 1 else "it"
         raise UsageError(f"{command} needs {', '.join(missing)}, not installed in this Python; "
-                         f"install them with: pip install 'pitstop[{extra}]'")
+                         f"install {them} with: pip install 'pitstop[{extra}]'")

@@ -70,10 +70,21 @@ def write_refusal(path: str | os.PathLike[str], st: os.stat_result | None = None
             return f"read-only (mode {mode:04o}); make it writable (chmod u+w) to let pitstop change it"
         return None
     if not _may(path, os.W_OK):
-        owner = "you" if st.st_uid == os.geteuid() else f"uid {st.st_uid}"
-        return (f"you may not write it (mode {mode:04o}, owned by {owner}); make it writable "
-                "(chmod u+w) to let pitstop change it")
+        if st.st_uid == os.geteuid():
+            return (f"you may not write it (mode {mode:04o}, owned by you); make it writable "
+                    "(chmod u+w) to let pitstop change it")
+        return (f"you may not write it (mode {mode:04o}, owned by {_user(st.st_uid)}); run "
+                "pitstop as a user who may, or ask the owner")
     return None
+
+
+def _user(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
 
 
 def _may(path: str | os.PathLike[str], mode: int) -> bool:

@@ -24,6 +24,7 @@ import contextlib
 import gc
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -33,7 +34,7 @@ from typing import Any
 
 from pitstop.errors import Terminated
 
-__all__ = ["ENDING_SIGNALS", "deferred", "terminate_as_exception"]
+__all__ = ["ENDING_SIGNALS", "deferred", "run_child", "terminate_as_exception"]
 
 # The signals that end a command and after which it cleans up.
 ENDING_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -162,3 +163,30 @@ def _deliver(signum: int, handler: Any) -> None:
         handler(signum, None)  # default_int_handler raises KeyboardInterrupt, ours Terminated
     elif handler == signal.SIG_DFL:
         signal.raise_signal(signum)
+
+
+def run_child(argv: list[str], *, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(argv, capture_output=True, text=True, stdin=DEVNULL,
+    timeout=timeout)``, except that the child never outlives the command.
+
+    ``subprocess.run`` kills its child when an exception interrupts the wait, but a
+    SIGTERM or Ctrl-C landing between the fork and the moment ``Popen`` returns (while
+    it waits for the exec) leaves a child no one will end: 10 of 20 SIGTERMs sent as
+    soon as ``doctor --torch``'s child appeared left it importing torch. Here the
+    ending signals are held back until the child is known, then delivered where the
+    child is killed and reaped on the way out. ``OSError`` when it cannot start,
+    ``subprocess.TimeoutExpired`` (the child killed) when it runs too long.
+    """
+    proc: subprocess.Popen[str] | None = None
+    try:
+        with deferred():
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        if proc is not None:
+            proc.kill()
+            proc.communicate()  # reaps it and closes the pipes
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+

@@ -14,6 +14,7 @@ from pitstop.doctor.data import (
     best_variant_for_driver,
     distro_key,
     parse_version,
+    torch_release,
     variant_tag,
 )
 
@@ -101,6 +102,8 @@ def needs_cuda_repo(facts: Any, min_driver: str) -> bool:
 def torch_cuda_install(torch_version: str | None, driver: str | None) -> tuple[str, str]:
     """``(pip command, why)`` installing the CUDA build of this torch release for ``driver``."""
     base = (torch_version or "").split("+", 1)[0]
+    if not torch_release(base):  # not a version ("None" in a hand-made facts file)
+        base = ""
     pin = f"torch=={base}" if base else "torch"
     if not driver:
         return (f"pip install --force-reinstall {pin} --index-url "

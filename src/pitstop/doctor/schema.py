@@ -77,6 +77,7 @@ def _t(*kinds: str) -> dict[str, Any]:
 
 STR, INT, NUM, BOOL = _t("string"), _t("integer"), _t("number"), _t("boolean")
 OPT_STR, OPT_INT, OPT_NUM = _t("string", "null"), _t("integer", "null"), _t("number", "null")
+OPT_BOOL = _t("boolean", "null")
 COUNT = {"type": "integer", "minimum": 0}
 OPT_COUNT = {"type": ["integer", "null"], "minimum": 0}
 STRINGS: dict[str, Any] = {"type": "array", "items": STR}
@@ -90,6 +91,13 @@ def _section(**props: Any) -> dict[str, Any]:
 
 def _list_of(item: dict[str, Any]) -> dict[str, Any]:
     return {"type": "array", "items": item}
+
+
+def _entry(*required: str, **props: Any) -> dict[str, Any]:
+    """An object in a list whose ``required`` fields the checks read without a default
+    (the probes always write them): a facts file without one is refused at the edge,
+    not met by a KeyError in a check."""
+    return {**_section(**props), "required": list(required)}
 
 
 def _nvml(kind: str, **extra: Any) -> dict[str, Any]:
@@ -118,8 +126,8 @@ NVML_GPU = _section(
     compute_capability=_nvml("array", items=INT),
     remapped_rows=_nvml("array"),
     retired_pages_pending=_nvml("boolean"),
-    processes=_nvml("array", items=_section(pid=INT, name=OPT_STR, type=OPT_STR,
-                                            used_memory_bytes=_nvml("integer"))),
+    processes=_nvml("array", items=_entry("pid", pid=INT, name=OPT_STR, type=OPT_STR,
+                                          used_memory_bytes=_nvml("integer"))),
 )
 
 FACTS_SECTIONS: dict[str, dict[str, Any]] = {
@@ -130,13 +138,24 @@ FACTS_SECTIONS: dict[str, dict[str, Any]] = {
                          os_codename=OPT_STR, os_pretty_name=OPT_STR, arch=OPT_STR,
                          virtual_machine=BOOL, hypervisor_cpu_flag=BOOL, dmi_vendor=OPT_STR,
                          dmi_product=OPT_STR),
-    "pci": _section(nvidia_gpus=_list_of(_section(
-        pci_address=STR, device_id=STR, driver=OPT_STR, numa_node=OPT_INT, link=LINK,
+    "pci": _section(nvidia_gpus=_list_of(_entry(
+        "pci_address", pci_address=STR, device_id=STR, driver=OPT_STR, numa_node=OPT_INT, link=LINK,
         upstream_port=STR, upstream_link=LINK, **{"class": STR}))),
     "kernel_modules": _section(
         proc_modules_readable=BOOL, nvidia_loaded=BOOL, nouveau_loaded=BOOL, modules=STRINGS,
         proc_driver_version=OPT_STR, proc_driver_text=OPT_STR, nouveau_blacklisted=BOOL,
         dev_nodes=STRINGS, infiniband_devices=STRINGS),
+    "nvidia_module": _section(
+        running_kernel=OPT_STR, modules_dir=OPT_STR,
+        kernels={"type": "object", "additionalProperties": _entry(
+            "nvidia_modules", nvidia_modules=STRINGS, no_modules_dir=BOOL, headers=BOOL)},
+        dkms=_list_of(_entry("module", "version", "built_for", module=STR, version=STR,
+                             built_for=STRINGS, installed_for=STRINGS, source=BOOL,
+                             failed_for=STRING_MAP)),
+        secure_boot=_section(efi=BOOL, enabled=OPT_BOOL, lockdown=OPT_STR,
+                             sig_enforce=OPT_BOOL, mok_list_readable=BOOL,
+                             signing_keys=_list_of(_entry("path", path=STR,
+                                                          enrolled=OPT_BOOL)))),
     "nvml": _section(
         available=BOOL, reason=STR, source=STR, self_pid=INT,
         system=_section(driver_version=_nvml("string"), cuda_driver_version=_nvml("string"),
@@ -174,15 +193,13 @@ FACTS_SECTIONS: dict[str, dict[str, Any]] = {
         path=OPT_STR, mountpoint=OPT_STR, fstype=OPT_STR, source=OPT_STR,
         mount_options=OPT_STR, free_bytes=OPT_COUNT, total_bytes=OPT_COUNT,
         statvfs_error=STR,
-        chain=_list_of({**_section(kind=STR, name=OPT_STR, fstype=OPT_STR, source=OPT_STR,
-                                   dm_name=OPT_STR, backing_file=OPT_STR,
-                                   read_ahead_kb=OPT_INT, slaves=STRINGS),
-                        "required": ["kind"]}),
-        disks=_list_of({**_section(name=STR, transport=OPT_STR, rotational=OPT_INT,
-                                   model=OPT_STR, vendor=OPT_STR, size_bytes=OPT_COUNT,
-                                   removable=OPT_INT, scheduler=OPT_STR, read_ahead_kb=OPT_INT,
-                                   sysfs_path=OPT_STR),
-                        "required": ["name"]})),
+        chain=_list_of(_entry("kind", kind=STR, name=OPT_STR, fstype=OPT_STR, source=OPT_STR,
+                              dm_name=OPT_STR, backing_file=OPT_STR, read_ahead_kb=OPT_INT,
+                              slaves=STRINGS)),
+        disks=_list_of(_entry("name", name=STR, transport=OPT_STR, rotational=OPT_INT,
+                              model=OPT_STR, vendor=OPT_STR, size_bytes=OPT_COUNT,
+                              removable=OPT_INT, scheduler=OPT_STR, read_ahead_kb=OPT_INT,
+                              sysfs_path=OPT_STR))),
     "io": _section(
         measured=BOOL, reason=STR, files_sampled=COUNT, bytes_sampled=COUNT, temp_file=BOOL,
         results=_list_of(_section(block_bytes=COUNT, reads=COUNT, seconds=NUM, iops=OPT_NUM,

@@ -71,6 +71,9 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
     if config_path is not None and not config_path.is_file():
         raise UsageError(f"--config {config_path}: no such file")
     config = load_config(config_path if config_path else find_pyproject(targets[0]))
+    if select and not _split(select):  # `--select ''` would check every code
+        raise UsageError(f"--select {','.join(select)!r} names no code; name the codes to "
+                         "check (`pitstop explain --list` shows them)")
     sel_select = _split(select) or config.select
     sel_ignore = _split(ignore) + config.ignore
     check_codes(_split(select), "--select")

@@ -117,6 +117,9 @@ def load_config(pyproject: Path | None) -> LintConfig:
     per_file = tuple((k, _strings(v, f"per-file-ignores.{k}", str(pyproject)))
                      for k, v in pfi.items())
     # The same check as --select/--ignore on the command line: a typo is an error.
+    if not select:
+        raise UsageError(f"{where} select = [] checks no code; remove it to check every code, "
+                         "or name the codes to check")
     check_codes(select, f"{where} select")
     check_codes(ignore, f"{where} ignore")
     for glob, codes in per_file:
@@ -141,6 +144,9 @@ def check_codes(entries: tuple[str, ...], where: str) -> None:
 
     docs = [d for d in all_docs() if d.code.startswith("LT")]
     for e in entries:
+        if not e.strip():  # "" is a prefix of every code: it would select or ignore all
+            raise UsageError(f"{where} has an empty code; name a code, prefix, name or "
+                             "category (`pitstop explain --list` shows them)")
         if not any(d.code.startswith(e.upper()) or e in (d.name, d.category) for d in docs):
             raise UsageError(f"{where} {e!r} matches no lint code, name or category; "
                              "`pitstop explain --list` shows them")

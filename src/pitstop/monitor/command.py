@@ -20,8 +20,12 @@ from typing import Any
 import click
 
 from pitstop.errors import UsageError
+from pitstop.options import FiniteFloatRange
 
 __all__ = ["monitor", "plot"]
+
+# A year: a deadline the clocks can hold (1e300 s overflowed them), longer than any run.
+MAX_DURATION_S = 366 * 86400
 
 TEXTUAL_MISSING = ("the live screen needs Textual: pip install 'pitstop[monitor]' (or "
                    "pip install textual); --once, --record, --prometheus and pitstop plot "
@@ -79,15 +83,16 @@ def _wait(duration_s: float | None, done: threading.Event) -> None:
               help="Record every sample to FILE (.jsonl: everything; .csv: one column per number); "
                    "headless when stdout is not a terminal.")
 @click.option("--overwrite", is_flag=True, help="Let --record replace an existing file.")
-@click.option("--interval", type=click.FloatRange(0.1, 3600), default=1.0, show_default=True,
+@click.option("--interval", type=FiniteFloatRange(0.1, 3600), default=1.0, show_default=True,
               metavar="S", help="Seconds between samples.")
-@click.option("--duration", type=click.FloatRange(0.1, None, min_open=False), default=None, metavar="S",
-              help="Stop after S seconds (recording, exporter or screen).")
-@click.option("--window", type=click.FloatRange(1, 3600), default=30.0, show_default=True, metavar="S",
+@click.option("--duration", type=FiniteFloatRange(0.1, MAX_DURATION_S), default=None, metavar="S",
+              help="Stop after S seconds (recording, exporter or screen); without it, run until "
+                   "stopped.")
+@click.option("--window", type=FiniteFloatRange(1, 3600), default=30.0, show_default=True, metavar="S",
               help="Seconds of samples the verdict is computed over.")
 @click.option("--replay", type=click.Path(path_type=Path), metavar="FILE",
               help="Play a recording back in the live screen.")
-@click.option("--speed", type=click.FloatRange(0.1, 1000), default=1.0, show_default=True, metavar="X",
+@click.option("--speed", type=FiniteFloatRange(0.1, 1000), default=1.0, show_default=True, metavar="X",
               help="With --replay: how many times faster than recorded.")
 @click.option("--prometheus", metavar="[HOST:]PORT",
               help="Serve Prometheus metrics (DCGM names where they mean the same) on "
@@ -235,10 +240,12 @@ def plot(recording: Path, out: Path) -> int:
       pitstop plot run.jsonl -o run.png
       pitstop plot run.csv -o run.html
     """
+    from pitstop.deps import require_modules
     from pitstop.monitor.plot import check_plot_output, plot_recording
     from pitstop.monitor.recording import read_recording
 
     check_plot_output(out)
+    require_modules("pitstop plot", {"matplotlib": "matplotlib"}, "plot")  # before reading
     rec = read_recording(recording)
     for note in rec.notes:
         click.echo(f"pitstop plot: {recording}: {note}", err=True)

@@ -250,11 +250,7 @@ def _html(rec: Recording, svg: str) -> str:
 
 def plot_recording(rec: Recording, out: Path) -> None:
     """Draw ``rec`` into ``out`` (.png or .html)."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UsageError("pitstop plot needs matplotlib: pip install matplotlib") from None
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # `pitstop plot` checked it is installed
 
     fig = _figure(rec)
     buf = io.BytesIO()

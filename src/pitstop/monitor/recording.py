@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from pitstop import __version__
 from pitstop.errors import UsageError
 from pitstop.fileio import check_output_path
 from pitstop.monitor.snapshot import SCHEMA_NAME, SCHEMA_VERSION, check_snapshot
+from pitstop.schema import BadJSON, parse_json
 
 __all__ = ["FORMATS", "RECORDING_SCHEMA", "Recorder", "Recording", "check_record_path",
            "flatten", "read_recording", "unflatten"]
@@ -114,8 +116,9 @@ def _put(target: dict[str, Any], parts: list[str], value: Any) -> None:
 
 def unflatten(row: dict[str, str]) -> Snapshot:
     """A snapshot back from a CSV row (numbers parsed; processes are not in a CSV)."""
-    snap: Snapshot = {"processes": [], "other_processes": [], "gpus": [], "disks": [],
-                      "verdicts": [], "notes": [], "cpu": {}}
+    snap: Snapshot = {"processes": [], "other_processes": [], "unmatched_gpu_processes": [],
+                      "sources": {}, "gpus": [], "disks": [], "verdicts": [], "notes": [],
+                      "cpu": {}}
     disks: dict[str, dict[str, Any]] = {}
     gpus: dict[int, dict[str, Any]] = {}
     lists: dict[tuple[int | None, tuple[str, ...]], dict[int, Any]] = {}
@@ -211,10 +214,20 @@ class Recording:
         return self.snapshots[-1]["t"] - self.snapshots[0]["t"] if self.snapshots else 0.0
 
 
+# One snapshot is ~10 KB (a few hundred processes: ~200 KB); a longer line is not one.
+MAX_LINE_CHARS = 16 << 20
+
+
 def _lines(path: Path) -> Iterator[tuple[int, str, bool]]:
-    """(line number, text, ends with a newline)."""
+    """(line number, text, ends with a newline); a line is never read past
+    :data:`MAX_LINE_CHARS` into memory."""
     with open(path, encoding="utf-8", errors="strict", newline="") as fh:
-        for n, line in enumerate(fh, 1):
+        for n in itertools.count(1):
+            line = fh.readline(MAX_LINE_CHARS + 1)
+            if not line:
+                return
+            if len(line) > MAX_LINE_CHARS:
+                raise _bad(path, f"line {n} is longer than {MAX_LINE_CHARS >> 20} M characters")
             yield n, line.rstrip("\r\n"), line.endswith("\n")
 
 
@@ -228,13 +241,14 @@ def _read_jsonl(path: Path) -> Recording:
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
-        except ValueError:
+            obj = parse_json(text)  # bounded depth, no NaN: what the schema says a number is
+        except BadJSON as err:
             if rec is not None and not complete:  # the very last line, cut short
                 rec.notes.append(f"line {n} was cut short (the recorder stopped mid-line); "
                                  "it is left out")
                 break
-            raise _bad(path, f"line {n} is not JSON") from None
+            raise _bad(path, f"line {n} is {err}" if str(err).startswith("not JSON") else
+                       f"line {n}: {err}") from None
         if rec is None:
             if not isinstance(obj, dict) or obj.get("schema") != RECORDING_SCHEMA:
                 raise _bad(path, "line 1 is not a pitstop recording header")

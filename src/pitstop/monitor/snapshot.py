@@ -204,9 +204,13 @@ def build_snapshot(readings: dict[str, Reading], *, interval_s: float,
 def check_snapshot(obj: Any) -> str | None:
     """Why ``obj`` is not a snapshot this version can read, or ``None``.
 
-    A light check (no jsonschema at run time): the name, a version this code knows,
-    and the types of the fields every reader relies on.
+    The name and a version this code knows, then :data:`SNAPSHOT_SCHEMA` in full
+    (:func:`pitstop.schema.validate`, about as fast as parsing the line): every reader
+    (replay, plot, the exporter) relies on the types it states, and a recording is a
+    file anyone can hand in.
     """
+    from pitstop.schema import validate
+
     if not isinstance(obj, dict):
         return "not a JSON object"
     if obj.get("schema") != SCHEMA_NAME:
@@ -214,12 +218,7 @@ def check_snapshot(obj: Any) -> str | None:
     version = obj.get("version")
     if not isinstance(version, int) or version > SCHEMA_VERSION or version < 1:
         return f"snapshot version {version!r}; this pitstop reads version 1 to {SCHEMA_VERSION}"
-    if not isinstance(obj.get("t"), (int, float)):
-        return "no time 't'"
-    for key, kind in (("cpu", dict), ("gpus", list), ("processes", list), ("verdicts", list)):
-        if not isinstance(obj.get(key), kind):
-            return f"'{key}' is missing or not a {kind.__name__}"
-    return None
+    return validate(obj, SNAPSHOT_SCHEMA, "snapshot")
 
 
 if __name__ == "__main__":  # python -m pitstop.monitor.snapshot > docs/monitor-snapshot.schema.json

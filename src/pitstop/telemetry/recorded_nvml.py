@@ -17,7 +17,6 @@ real processes, so that a test can put a real training process on a recorded GPU
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,6 +26,8 @@ from typing import Any
 from pitstop.errors import UsageError
 
 __all__ = ["RecordedNvml", "RecordedNvmlError", "load_recorded_nvml"]
+
+MAX_RECORDING_BYTES = 16 << 20  # a value set is a few KiB per GPU
 
 # NVML ABI values of the enums the readers pass (nvml.h; the same in nvidia-ml-py).
 NVML_TEMPERATURE_GPU = 0
@@ -283,12 +284,14 @@ class RecordedNvml:
 def load_recorded_nvml(path: str | Path, *, bind: Mapping[str, int] | None = None,
                        clock: Callable[[], float] = time.monotonic) -> RecordedNvml:
     """Read a value set; a missing, malformed or origin-less file is a :class:`UsageError`."""
+    from pitstop.schema import BadJSON, parse_json, read_bounded
+
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = parse_json(read_bounded(p, MAX_RECORDING_BYTES))
     except OSError as err:
         raise UsageError(f"{p}: cannot read the NVML recording ({err.strerror or err})") from None
-    except ValueError as err:
+    except BadJSON as err:
         raise UsageError(f"{p}: not a JSON NVML recording ({err})") from None
     if not isinstance(data, dict) or not isinstance(data.get("gpus"), list) or not data.get("_origin"):
         raise UsageError(f"{p}: an NVML recording needs 'gpus' and '_origin' (where the values "

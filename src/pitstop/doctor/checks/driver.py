@@ -180,6 +180,8 @@ def driver_too_old(facts: Facts) -> Outcome:
         raise CannotCheck("the NVIDIA driver version is unknown (no NVML, no "
                           "/proc/driver/nvidia/version)")
     mm = cuda_major_minor(str(cuda))
+    if not mm:
+        raise CannotCheck(f"torch's CUDA version {cuda!r} is not a version number")
     support = driver_supports(driver, mm)
     full = toolkit_driver(mm)
     floor = CUDA_MINOR_COMPAT_MIN_DRIVER.get(parse_version(mm)[0])

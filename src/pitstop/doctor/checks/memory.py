@@ -114,7 +114,7 @@ def memory_available(facts: Facts) -> Outcome:
     cg = mem.get("cgroup") or {}
     limit, usage = cg.get("limit_bytes"), cg.get("usage_bytes")
     where = "memory"
-    if limit is not None and limit < total:
+    if limit and limit < total:  # a limit of 0 bytes is no reading, not a limit
         # In a container /proc/meminfo shows the host; the cgroup limit is what we have.
         total, avail = limit, max(0, min(avail, limit - (usage or 0)))
         where = f"memory of the cgroup v{cg.get('version')} limit"

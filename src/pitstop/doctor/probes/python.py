@@ -30,6 +30,7 @@ from typing import Any
 from pitstop.doctor.probes import ProbeContext
 from pitstop.doctor.requirements import evaluate_marker, normalize, parse_requirement
 from pitstop.hostinfo.kernel_text import kernel_release
+from pitstop.signals import run_child
 
 # Every installed distribution with this prefix is read: torch pins 11-15 of them
 # (cuBLAS, cuDNN, NCCL, cuFFT, cuSPARSELt, cuFile, ...), and the set changes per release.
@@ -71,8 +72,7 @@ def describe_python(python: str | None) -> dict[str, Any]:
             exec(_DESCRIBE, scope)
         return dict(json.loads(buf.getvalue()))
     try:
-        proc = subprocess.run([python, "-c", _DESCRIBE], capture_output=True, text=True,
-                              timeout=30, stdin=subprocess.DEVNULL)
+        proc = run_child([python, "-c", _DESCRIBE], timeout=30)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise RuntimeError(f"cannot run --python {python}: {err}") from None
     if proc.returncode != 0:
@@ -357,8 +357,7 @@ print(json.dumps(out))
 def torch_runtime(python: str, timeout: float = 120.0) -> dict[str, Any]:
     """Import torch in ``python`` (a subprocess) and report what CUDA/cuDNN really do."""
     try:
-        proc = subprocess.run([python, "-c", _RUNTIME_SCRIPT], capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = run_child([python, "-c", _RUNTIME_SCRIPT], timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"importing torch took more than {timeout:.0f} s"}
     except OSError as err:
