@@ -36,6 +36,7 @@ from PIL import Image, UnidentifiedImageError
 
 from pitstop.errors import UsageError
 from pitstop.fileio import atomic_write_json
+from pitstop.hostinfo.cpu import usable_cpus
 
 MANIFEST = "manifest.json"
 FORMAT = "pitstop-bench-synthetic"
@@ -152,8 +153,7 @@ def check_cache(folder: Path, spec: SyntheticSpec) -> str | None:
 def _build(spec: SyntheticSpec, tmp: Path, progress: ProgressFn | None) -> int:
     jobs = [(spec, i, str(tmp)) for i in range(spec.num_images)]
     entries: list[dict[str, Any]] = []
-    processes = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                    else (os.cpu_count() or 1), 8)
+    processes = min(usable_cpus()[0], 8)
     if processes > 1 and spec.num_images >= 256:
         with ProcessPoolExecutor(processes) as pool:
             for entry in pool.map(_write_one, jobs, chunksize=32):
