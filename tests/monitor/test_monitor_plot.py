@@ -4,6 +4,7 @@ the verdict marked, from .jsonl and .csv alike."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 from monitor_helpers import NVML_SETS
@@ -72,3 +73,26 @@ def test_png_and_html_with_the_verdict_changes(tmp_path: Path) -> None:
             assert text.count("<tr><td>") == 2  # the first verdict, and the one change
             assert "compute-bound" in text and "input-bound" in text and "6 s" in text
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp left
+
+
+def test_a_gpu_or_disk_missing_from_some_samples_is_a_gap_and_odd_facts_are_refused(
+        tmp_path: Path) -> None:
+    # A GPU that fell off the bus, or a disk that appeared half way, is a gap in its line
+    # (it was an internal error: StopIteration); verdict facts of the wrong type are bad
+    # input, refused in one line (plot read them: AttributeError on a bool).
+    src = tmp_path / "run.jsonl"
+    _recording(src)
+    head, *lines = src.read_text().splitlines()
+    snaps = [json.loads(line) for line in lines]
+    snaps[3]["gpus"], snaps[4]["disks"] = [], []
+    gaps = tmp_path / "gaps.jsonl"
+    gaps.write_text("\n".join([head, *map(json.dumps, snaps)]) + "\n")
+    r = run_pitstop("plot", str(gaps), "-o", str(tmp_path / "gaps.png"))
+    assert r.returncode == 0, r.stderr
+    snaps[5]["verdicts"][0]["facts"] = True
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text("\n".join([head, *map(json.dumps, snaps)]) + "\n")
+    r = run_pitstop("plot", str(odd), "-o", str(tmp_path / "odd.png"))
+    assert r.returncode == 2 and "internal error" not in r.stderr, r.stderr
+    assert "facts" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "odd.png").exists()

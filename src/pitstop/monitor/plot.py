@@ -99,8 +99,8 @@ def _series(snaps: Sequence[dict[str, Any]], get: Any) -> list[float]:
     for s in snaps:
         try:
             v = get(s)
-        except (KeyError, IndexError, TypeError):
-            v = None
+        except (KeyError, IndexError, TypeError, StopIteration):
+            v = None  # a GPU or disk absent from this sample (unplugged, appeared later)
         out.append(float("nan") if v is None else float(v))
     return out
 

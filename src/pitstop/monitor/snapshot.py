@@ -90,6 +90,10 @@ _VERDICT = _obj({
     "pid": _int, "gpus": {"type": "array", "items": {"type": "integer"}},
     "verdict": {**_str, "description": "a name from pitstop.profile.verdict.VERDICTS, or null"},
     "line": {"type": "string"},
+    # What the verdict was judged on; plot reads the loop's phase shares from it.
+    "facts": {"type": "object", "properties": {
+        "phase_share": {"anyOf": [{"type": "object", "additionalProperties": {"type": "number"}},
+                                  {"type": "null"}]}}},
 }, ["pid", "gpus", "verdict", "line"])
 
 #: JSON Schema (2020-12) of one snapshot.
