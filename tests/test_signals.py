@@ -225,3 +225,29 @@ def test_a_swallowed_signal_is_redelivered_while_other_threads_keep_the_cpus_bus
         for t in spinners:
             t.join()
     assert lost == 0, f"{lost} of 15 signals lost in a finalizer"
+
+
+def test_a_loader_iterator_cut_short_by_an_interruption_prints_no_traceback() -> None:
+    """Ctrl-C inside ``iter(loader)`` leaves an iterator whose ``__init__`` never set
+    ``_shutdown``; torch's ``__del__`` then raised AttributeError and Python printed its
+    traceback under bench's one-line message (CI saw it). Other unraisables still print."""
+    pytest.importorskip("torch")
+    script = (
+        "import gc, sys\n"
+        "from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter as It\n"
+        "from pitstop.signals import terminate_as_exception\n"
+        "class Other:\n"
+        "    def __del__(self):\n"
+        "        raise ValueError('a real bug in a finalizer')\n"
+        "with terminate_as_exception():\n"
+        "    half = It.__new__(It)\n"
+        "    del half\n"
+        "    gc.collect()\n"
+        "    other = Other()\n"
+        "    del other\n"
+        "print('ended', flush=True)\n")
+    r = subprocess.run([sys.executable, "-c", script], env=pitstop_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "ended" in r.stdout, r.stderr
+    assert "_shutdown" not in r.stderr and "DataLoaderIter" not in r.stderr, r.stderr
+    assert "a real bug in a finalizer" in r.stderr

@@ -85,12 +85,25 @@ def _send_later(pid: int, signum: int) -> None:
     os.kill(pid, signum)
 
 
+def _half_built_loader_iterator(unraisable: Any) -> bool:
+    """A DataLoader iterator whose ``__init__`` an interruption cut short, finalized:
+    torch's ``__del__`` then reads attributes never set (``_shutdown``) and Python
+    prints a traceback for it under the command's one-line message. Nothing is lost by
+    keeping quiet: the interruption itself is reported, and the workers the iterator
+    had started are its children, which end with it."""
+    qualname = getattr(unraisable.object, "__qualname__", "") or ""
+    return (isinstance(unraisable.exc_value, AttributeError)
+            and qualname.endswith("DataLoaderIter.__del__"))
+
+
 def _redeliver_swallowed(previous_hook: Any, owner: int) -> Any:
     """An unraisable hook that re-sends the signal behind a swallowed interruption."""
     sent = [0]
 
     def hook(unraisable: Any) -> None:
         exc = unraisable.exc_value
+        if _half_built_loader_iterator(unraisable):
+            return
         if isinstance(exc, Terminated):
             signum = exc.signum
         elif isinstance(exc, KeyboardInterrupt):
