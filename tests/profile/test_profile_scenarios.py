@@ -46,23 +46,33 @@ def _codes(doc: dict[str, Any]) -> set[str]:
     return {f["code"] for f in doc["findings"]}
 
 
+def _bottleneck(doc: dict[str, Any]) -> str:
+    """The verdict the step's shares show. This machine is shared: when other processes
+    starve the run, the verdict is ``contention`` and names the shares' verdict as
+    ``underlying``, which is then what a scenario is checked against."""
+    if doc["verdict"] == "contention":
+        assert "PF013" in _codes(doc)
+        return str(doc["evidence"]["underlying"])
+    return str(doc["verdict"])
+
+
 def test_input_bound(tmp_path: Path) -> None:
     proc, doc = _profile(tmp_path, sys.executable, str(SCRIPTS / "input_bound.py"), "14")
     assert proc.returncode == 0, proc.stderr
-    assert doc["verdict"] == "input-bound", doc["headline"]
+    assert _bottleneck(doc) == "input-bound", doc["headline"]
     assert "PF001" in _codes(doc)
     assert doc["ranks"][0]["phase_share"]["data"] >= 0.3
     assert doc["status"] == "complete"
     assert len([s for s in doc["ranks"][0]["steps"] if s["kind"] == "measured"]) == 8
     assert any("pitstop bench" in f["text"] for f in doc["fixes"])
-    assert "INPUT-BOUND" in proc.stderr
+    assert doc["verdict"].upper() in proc.stderr
 
 
 def test_io_bound(tmp_path: Path) -> None:
     proc, doc = _profile(tmp_path, sys.executable, str(SCRIPTS / "io_bound.py"),
                          str(tmp_path / "data"), "14")
     assert proc.returncode == 0, proc.stderr
-    assert doc["verdict"] == "io-bound", (doc["headline"], doc["facts"])
+    assert _bottleneck(doc) == "io-bound", (doc["headline"], doc["facts"])
     assert {"PF001", "PF002"} <= _codes(doc)
     assert doc["facts"]["workers"] == 2
 
@@ -70,14 +80,14 @@ def test_io_bound(tmp_path: Path) -> None:
 def test_compute_bound(tmp_path: Path) -> None:
     proc, doc = _profile(tmp_path, sys.executable, str(SCRIPTS / "compute_bound.py"), "14")
     assert proc.returncode == 0, proc.stderr
-    assert doc["verdict"] == "compute-bound", (doc["headline"], doc["facts"].get("probe"))
+    assert _bottleneck(doc) == "compute-bound", (doc["headline"], doc["facts"].get("probe"))
     assert doc["facts"]["probe"]["matmul_share_of_op_time"] >= 0.5
 
 
 def test_host_bound(tmp_path: Path) -> None:
     proc, doc = _profile(tmp_path, sys.executable, str(SCRIPTS / "host_bound.py"), "14")
     assert proc.returncode == 0, proc.stderr
-    assert doc["verdict"] == "host-bound", (doc["headline"], doc["facts"].get("probe"))
+    assert _bottleneck(doc) == "host-bound", (doc["headline"], doc["facts"].get("probe"))
     probe = doc["facts"]["probe"]
     assert probe["ops_per_step"] >= 1000
     assert probe["host_overhead_share"] >= 0.5
@@ -165,7 +175,7 @@ def test_api_context_manager(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen == {"verdict": seen["verdict"], "steps": 8, "unpatched": True}
-    assert seen["verdict"] in ("input-bound", "io-bound", "host-bound", "compute-bound",
+    assert seen["verdict"] in ("input-bound", "io-bound", "host-bound", "compute-bound", "contention",
                                "memory-bound", "unknown")
     doc = json.loads((tmp_path / "o" / "profile.json").read_text())
     assert doc["status"] == "complete" and doc["verdict"] == seen["verdict"]
