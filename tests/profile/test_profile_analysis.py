@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from pitstop.profile.analysis import find_stragglers, phases_between, steps_from_capture, summarize_rank
+from pitstop.profile.analysis import (
+    find_stragglers,
+    phases_between,
+    steps_from_capture,
+    summarize_rank,
+)
 from pitstop.profile.attribution import attribute_other, call_site, site_category
 from pitstop.profile.contention import contention_facts
 from pitstop.profile.facts import build_facts
@@ -170,7 +175,7 @@ def _stack_cap(loop_line: int, sites: list[dict[str, Any]]) -> dict[str, Any]:
     k = [0 if i % 10 < 6 else (1 if i % 10 < 8 else -5) for i in range(40)]
     return capture(warmup=0, steps=4, intervals={"forward": [[i * 10 * MS + 8 * MS, i * 10 * MS + 9 * MS] for i in range(4)],
                                                  "backward": [[i * 10 * MS + 9 * MS, (i + 1) * 10 * MS] for i in range(4)]},
-                   loop_frames={"backward": main},
+                   loop_frames={"backward": [main]},
                    probe={"kind": "dispatch", "ops": 0, "phases": {}, "sites": sites,
                           "start_ns": 0, "end_ns": 0},
                    stacks={"t": t, "k": k, "chains": chains, "frames": frames, "interval_s": 0.001})
@@ -199,9 +204,16 @@ def test_call_site_is_the_loops_callee_or_the_loop_line() -> None:
     loop = {"file": "/a.py", "func": "train", "first": 5, "line": 9}
     helper = {"file": "/a.py", "func": "batches", "first": 1, "line": 2}
     deep = {"file": "/b.py", "func": "decode", "first": 1, "line": 3}
-    assert call_site([deep, helper, loop], None, loop) == (helper, False)
-    assert call_site([loop], None, loop) == (loop, True)
-    assert call_site([deep], None, loop) == (deep, False)
+    assert call_site([deep, helper, loop], None, [loop]) == (helper, False)
+    assert call_site([loop], None, [loop]) == (loop, True)
+    assert call_site([deep], None, [loop]) == (deep, False)
+    # backward() is called in a step function the loop calls: a batch source the loop
+    # calls is still the loop's callee.
+    module = {"file": "/a.py", "func": "<module>", "first": 1, "line": 40}
+    step_fn = {"file": "/a.py", "func": "train_step", "first": 20, "line": 25}
+    source = {"file": "/a.py", "func": "random_training_set", "first": 12, "line": 14}
+    assert call_site([deep, source, module], None, [step_fn, module]) == (source, False)
+    assert call_site([step_fn, module], None, [step_fn, module]) == (step_fn, True)
     update = [{"file": "/a.py", "line": 9, "func": "train", "first": 5, "ops": 8, "grad_ops": 0,
                "update_ops": 8, "chain": [{"file": "/a.py", "line": 9, "func": "train", "first": 5}]}]
     assert site_category(loop, True, None, update)[0] == "optimizer"

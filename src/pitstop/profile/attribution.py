@@ -62,21 +62,36 @@ def _same_function(a: dict[str, Any], b: dict[str, Any]) -> bool:
         and a.get("func") == b.get("func")
 
 
-def _loop_frame(loop_frames: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+def _loop_chain(loop_frames: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stack (innermost first) at the first optimizer step / backward / forward /
+    batch: the training loop and the functions it is nested in."""
     for kind in _LOOP_KINDS:
-        if loop_frames.get(kind):
-            return loop_frames[kind]
-    return None
+        chain = loop_frames.get(kind)
+        if chain:
+            return list(chain) if isinstance(chain, list) else [chain]
+    return []
 
 
 def call_site(user: Sequence[dict[str, Any]], lib: dict[str, Any] | None,
-              loop: dict[str, Any] | None) -> tuple[dict[str, Any], bool] | None:
-    """The call site of one stack (user frames innermost first): ``(frame, is_line)``,
-    ``is_line`` when it is a line of the loop function itself."""
-    if loop is not None:
-        for i, fr in enumerate(user):
-            if _same_function(fr, loop):
-                return (fr, True) if i == 0 else (user[i - 1], False)
+              loop: Sequence[dict[str, Any]] | dict[str, Any] | None
+              ) -> tuple[dict[str, Any], bool] | None:
+    """The call site of one stack (user frames innermost first): ``(frame, is_line)``.
+
+    The loop frame is the innermost function the sample shares with the loop's stack
+    (``loop``, innermost first: the frames that called backward()); the call site is
+    the function that frame called, or the line of the loop frame itself (``is_line``)
+    when the sample is in it. A ``get_batch()`` called from the loop is named, whether
+    the step itself is inline or in a ``train()`` the loop calls."""
+    chain = [loop] if isinstance(loop, dict) else list(loop or [])
+    outer_user = list(reversed(user))
+    outer_loop = list(reversed(chain))
+    k = 0
+    while k < len(outer_user) and k < len(outer_loop) and _same_function(outer_user[k], outer_loop[k]):
+        k += 1
+    if k:
+        if k == len(outer_user):
+            return outer_user[k - 1], True
+        return outer_user[k], False
     if user:
         return user[0], False
     if lib is not None:
@@ -175,7 +190,7 @@ def attribute_other(cap: dict[str, Any], windows: Sequence[tuple[int, int]]) -> 
                               "interval_s": stacks.get("interval_s"), "split": None, "sites": []}
     if n_other < MIN_SAMPLES:
         return result
-    loop = _loop_frame(cap.get("loop_frames") or {})
+    loop = _loop_chain(cap.get("loop_frames") or {})
     probe_sites = (cap.get("probe") or {}).get("sites") or []
     by_site: dict[tuple[Any, ...], dict[str, Any]] = {}
     site_cache: dict[tuple[Any, ...], tuple[str, str]] = {}

@@ -26,6 +26,7 @@ from typing import Any
 __all__ = ["SCAN_S", "ContentionReader", "contention_facts"]
 
 SCAN_S = 0.5
+TOP = 8
 
 
 def _schedstat(pid: int) -> dict[int, tuple[int, int]]:
@@ -108,7 +109,7 @@ class ContentionReader:
         if first:
             return {"foreign_cpu_cores": None, "foreign_top": None}
         per.sort(key=lambda r: -r[0])
-        top = [[self._label(p), round(c, 3)] for c, _pid, p in per[:5]]
+        top = [[self._label(p), round(c, 3)] for c, _pid, p in per[:TOP]]
         return {"foreign_cpu_cores": round(sum(c for c, _, _ in per), 3), "foreign_top": top}
 
     def read(self) -> dict[str, Any]:
@@ -147,7 +148,7 @@ def contention_facts(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for s in scans:
             for label, cores in s.get("foreign_top") or []:
                 by_label[label] = by_label.get(label, 0.0) + float(cores)
-        top = sorted(by_label.items(), key=lambda kv: -kv[1])[:5]
+        top = sorted(by_label.items(), key=lambda kv: -kv[1])[:TOP]
         out["foreign_procs"] = [{"name": k, "cores": round(v / len(scans), 3)} for k, v in top]
         out["foreign_scans"] = len(scans)
     sched = [s for s in samples if s.get("job_run_ns") is not None]

@@ -123,6 +123,24 @@ def install_backward(rec: Recorder, torch: Any) -> None:
         wrapped.__name__ = name
         wrapped.__wrapped__ = orig  # type: ignore[attr-defined]
         rec.patch(owner, name, wrapped)
+    # torch.autograd.grad runs a backward pass too (derivatives inside a loss, as PINNs
+    # compute them); timed as backward, it never ends a step.
+    orig_grad = torch.autograd.grad
+
+    def grad(*args: Any, **kwargs: Any) -> Any:
+        if not rec.active:
+            return orig_grad(*args, **kwargs)
+        t0 = _now()
+        rec.enter("backward")
+        try:
+            return orig_grad(*args, **kwargs)
+        finally:
+            rec.leave("backward", t0, _now())
+
+    grad.__doc__ = orig_grad.__doc__
+    grad.__name__ = "grad"
+    grad.__wrapped__ = orig_grad  # type: ignore[attr-defined]
+    rec.patch(torch.autograd, "grad", grad)
 
 
 def install_forward(rec: Recorder, torch: Any) -> None:

@@ -117,7 +117,7 @@ def largest_input(shapes: Any) -> int | None:
 class _OpInfo:
     """What is known about an operator overload once: its name, kind and written args."""
 
-    __slots__ = ("conv", "graph", "matmul", "name", "skip", "writes")
+    __slots__ = ("conv", "graph", "matmul", "name", "skip", "view", "writes")
 
     def __init__(self, func: Any) -> None:
         schema = getattr(func, "_schema", None)
@@ -134,6 +134,10 @@ class _OpInfo:
             if alias is not None and getattr(alias, "is_write", False):
                 writes.append(i)
         self.writes = tuple(writes)
+        # returns that alias an input without writing it: views (select, slice, view ...)
+        self.view = any(getattr(r, "alias_info", None) is not None
+                        and not getattr(r.alias_info, "is_write", False)
+                        for r in getattr(schema, "returns", ()) or ())
 
 
 def _tensor_args(args: Any, torch_tensor: type) -> Iterator[Any]:
@@ -425,10 +429,16 @@ class OpProbe:
                     site.update_ops += 1
                     break
         if len(self._producers) < MAX_PRODUCERS:
+            origin = key
+            if info.view and args and isinstance(args[0], tensor_type):
+                # a slice/view of a batch (inp[:, c]) comes from where the batch was made
+                hit = self._producers.get(id(args[0]))
+                if hit is not None and hit[0]() is args[0]:
+                    origin = hit[1]
             for o in outs:
                 if isinstance(o, tensor_type):
                     with contextlib.suppress(TypeError):
-                        self._producers[id(o)] = (weakref.ref(o), key)
+                        self._producers[id(o)] = (weakref.ref(o), origin)
         return key
 
     def note_forward_inputs(self, args: Any, kwargs: Any) -> bool:

@@ -16,6 +16,9 @@ host-to-device copies plus CUDA events and sync detection.
    without a reset, makes one step (:mod:`pitstop.profile.gradwatch`);
 3. ``dataloader``: a DataLoader batch, when batches follow each other without any
    backward (inference loops);
+   (``closure``: when one optimizer step runs more closures than the whole window has
+   steps, as LBFGS with ``max_iter=50000`` does in physics-informed networks, each
+   closure call is a step;)
 4. ``manual``: ``prof.step()`` of the API (which uses only that).
 
 A source seen later that ranks higher (an optimizer that first steps after many
@@ -112,7 +115,7 @@ class Recorder:
         self.probe_step: int | None = None
         self.precision_ab_result: dict[str, Any] | None = None
         self.cuda: Any = None  # CudaProbe when on CUDA
-        self.loop_frames: dict[str, dict[str, Any]] = {}
+        self.loop_frames: dict[str, list[dict[str, Any]]] = {}
         self.backwards_per_step: list[int] = []
         self.mode_switches: list[str] = []
         # hook state (hooks.py reads and writes these)
@@ -130,6 +133,7 @@ class Recorder:
         self._last_bwd_end: int | None = None
         self._bwd_in_step = 0
         self._accumulating = 0
+        self._closure_calls = 0
         self._since_data = {"backward": 0, "optimizer": 0}
         self._last_data_start: int | None = None
         self._grad = GradWatch()
@@ -184,25 +188,30 @@ class Recorder:
 
     # ---- boundary sources -----------------------------------------------------------
     def _loop_frame(self, kind: str) -> None:
-        """Remember (once) the user's frame that calls step()/backward()/forward()/next():
-        the training loop, from which the stack sampler names the calls it makes."""
+        """Remember (once) the user's frames that call step()/backward()/forward()/next(),
+        innermost first: the training loop, from which the stack sampler names the calls
+        it makes (see :func:`pitstop.profile.attribution.call_site`)."""
         if kind in self.loop_frames:
             return
         if self.frames is None:
             from pitstop.profile.frames import FrameClassifier
 
             self.frames = FrameClassifier()
-        frame = self.frames.user_frame(sys._getframe(2))
-        if frame is not None:
-            self.loop_frames[kind] = frame
+        from pitstop.profile.frames import frame_dict
+
+        user, _lib = self.frames.chain(sys._getframe(2))
+        if user:
+            self.loop_frames[kind] = [frame_dict(c, ln) for c, ln in user]
 
     def on_optimizer_pre(self, opt: Any) -> None:
         self.enter("optimizer")
         self._opt_t0 = _now()
         if self._first_opt is None:
             self._first_opt = id(opt)
+        if id(opt) == self._first_opt:
+            self._closure_calls = 0
         self._loop_frame("optimizer")
-        if not self.manual and self.mode != "optimizer":
+        if not self.manual and self.mode not in ("optimizer", "closure"):
             self._switch("optimizer")
 
     def on_optimizer_post(self, opt: Any) -> None:
@@ -251,6 +260,17 @@ class Recorder:
         self._since_data["backward"] += 1
         self._bwd_in_step += 1
         if self.depth["optimizer"]:
+            self._closure_calls += 1
+            if self.mode == "optimizer" and self._closure_calls > self.warmup + self.steps:
+                # One optimizer step holds more closure calls than the whole window
+                # (LBFGS with max_iter=50000, as PINNs run it): the closures are the steps.
+                self.notes.append(f"one optimizer step ran {self._closure_calls - 1} closures: "
+                                  "each closure call (forward + backward) is counted as a step")
+                self._switch("closure")
+            if self.mode == "closure":
+                self.backwards_per_step.append(1)
+                self._bwd_in_step = 0
+                self._boundary(t1)
             return
         self._last_bwd_end = t1
         with self._probe_paused():
