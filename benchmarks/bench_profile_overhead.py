@@ -7,9 +7,11 @@ ResNet-style model (`small` on CPU: 64 px, batch 32) and its SGD optimizer. In t
 process, blocks of steps run alternately
 
 - plain: no pitstop at all;
-- recorder: the hooks `pitstop profile -- python train.py` installs in the training
-  process (DataLoader wait, optimizer step hooks, backward, module forward hooks,
-  collectives); the 10 Hz sampler then runs in pitstop's own process, not here;
+- recorder: what `pitstop profile -- python train.py` adds to the training process: the
+  hooks (DataLoader wait, optimizer step hooks, backward, module forward hooks,
+  collectives) and the thread that samples the main thread's Python stack every 10 ms
+  (2-10 ms: it samples faster when the warm-up shows a short window); the 10 Hz machine
+  sampler then runs in pitstop's own process, not here;
 - recorder+sampler: the same plus the 10 Hz sampler thread inside this process, as the
   `pitstop.profile.profile()` API runs it (the worst case: its reads hold the GIL);
 
@@ -18,8 +20,8 @@ all alike, and the ratios of median step time and of median main-thread CPU time
 (instrumented / plain) are printed. The first step of every block is dropped for
 every variant (the recorder's first step uses global module hooks to find the
 outermost modules; a real run has one such step in its warm-up). The operator probe
-(torch.profiler over one warm-up step) is not included: it runs once, in warm-up,
-and its step is excluded from the statistics by design.
+(one warm-up step under a counting dispatch mode) and the precision A/B at the end of the
+window are not included: they run once, outside the measured steps, by design.
 
     .venv/bin/python benchmarks/bench_profile_overhead.py            # 150 steps per variant
     .venv/bin/python benchmarks/bench_profile_overhead.py --quick    # 40 steps per variant
@@ -89,7 +91,8 @@ class VariantBlock:
     def run(self, it: Any, model: nn.Module, opt: torch.optim.Optimizer) -> list[tuple[float, float]]:
         rec = smp = None
         if self.kind != "plain":
-            rec = Recorder(steps=10**9, warmup=0, capture_path=None, probe=False)
+            rec = Recorder(steps=10**9, warmup=0, capture_path=None, probe=False,
+                           precision_ab=False)
             rec.install(torch)
             if self.kind == "recorder+sampler":
                 smp = Sampler(default_readers([os.getpid()], gpu=False)[0]).start()
@@ -122,7 +125,8 @@ def fixed_cost_us(rounds: int, steps: int) -> tuple[float, float]:
     def block(instrumented: bool) -> float:
         rec = None
         if instrumented:
-            rec = Recorder(steps=10**9, warmup=0, capture_path=None, probe=False)
+            rec = Recorder(steps=10**9, warmup=0, capture_path=None, probe=False,
+                           precision_ab=False)
             rec.install(torch)
         times = []
         try:

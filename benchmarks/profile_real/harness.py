@@ -9,6 +9,7 @@ short spike between two reads is still counted; the watchdog reads ``VmRSS``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -34,10 +35,11 @@ class RunStats:
     kill_reason: str = ""
     pids: list[int] = field(default_factory=list)
     stderr_tail: str = ""
+    stopped: bool = False  # ended by the harness at its stop line (the same work plain or profiled)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rc": self.rc, "wall_s": round(self.wall_s, 2), "peak_rss_mb": round(self.peak_rss / 2**20, 1),
-                "killed": self.killed, "kill_reason": self.kill_reason}
+                "killed": self.killed, "kill_reason": self.kill_reason, "stopped": self.stopped}
 
 
 def _status_kb(pid: int, key: str) -> int:
@@ -79,32 +81,51 @@ def _training_pids(root: int, marker: str) -> list[int]:
 
 def run_measured(cmd: list[str], *, marker: str, cwd: Path | None = None,
                  env: dict[str, str] | None = None, timeout_s: float = 900.0,
-                 rss_limit: int | None = None, quiet: bool = True) -> RunStats:
+                 rss_limit: int | None = None, stop_pattern: str | None = None,
+                 stop_count: int = 1) -> RunStats:
     """Run ``cmd`` to its end (or the watchdog's kill) and measure the process(es) whose
-    command line contains ``marker`` (the script's path)."""
+    command line contains ``marker`` (the script's path). With ``stop_pattern``, the run
+    is ended (SIGTERM to its process group) when its stdout has printed that many lines
+    matching it: the same amount of work, plain or profiled, for scripts that would
+    otherwise train for hours."""
+    import re
+    import threading
+
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = str(SRC) + os.pathsep + full_env.get("PYTHONPATH", "")
     if env:
         full_env.update(env)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, start_new_session=True,
-                            stdout=subprocess.DEVNULL if quiet else None,
-                            stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            errors="replace")
     peaks: dict[int, int] = {}
     killed, reason = False, ""
     err_chunks: list[str] = []
+    stop = {"seen": 0, "at": None}
+    pattern = re.compile(stop_pattern) if stop_pattern else None
 
-    import threading
-
-    def drain() -> None:
+    def drain_err() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
             err_chunks.append(line)
             if len(err_chunks) > 400:
                 del err_chunks[:200]
 
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    def drain_out() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if pattern is not None and stop["at"] is None and pattern.search(line):
+                stop["seen"] += 1
+                if stop["seen"] >= stop_count:
+                    stop["at"] = time.monotonic()
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGTERM)
+
+    readers = [threading.Thread(target=drain_err, daemon=True),
+               threading.Thread(target=drain_out, daemon=True)]
+    for r in readers:
+        r.start()
     while proc.poll() is None:
         for pid in _training_pids(proc.pid, marker):
             peaks[pid] = max(peaks.get(pid, 0), _status_kb(pid, "VmHWM") * 1024)
@@ -115,11 +136,12 @@ def run_measured(cmd: list[str], *, marker: str, cwd: Path | None = None,
             killed, reason = True, f"timeout {timeout_s:.0f} s"
             os.killpg(proc.pid, signal.SIGKILL)
         time.sleep(POLL_S)
-    reader.join(timeout=5)
+    for r in readers:
+        r.join(timeout=5)
     rc = proc.wait()
-    with_exit = max(peaks.values(), default=0)
-    return RunStats(rc if rc >= 0 else 128 - rc, time.monotonic() - t0, with_exit, killed, reason,
-                    sorted(peaks), "".join(err_chunks)[-3000:])
+    end = stop["at"] if stop["at"] is not None else time.monotonic()
+    return RunStats(rc if rc >= 0 else 128 - rc, end - t0, max(peaks.values(), default=0), killed,
+                    reason, sorted(peaks), "".join(err_chunks)[-3000:], stopped=stop["at"] is not None)
 
 
 def pitstop_cmd(out_dir: Path, steps: int, warmup: int, command: list[str]) -> list[str]:

@@ -140,11 +140,31 @@ def site_category(site: dict[str, Any], is_line: bool, lib: dict[str, Any] | Non
     return "python", "the loop's own Python"
 
 
+def _ident(site: dict[str, Any], is_line: bool) -> tuple[Any, ...]:
+    return (site.get("file"), site.get("first"), site.get("func"), site.get("line") if is_line else None)
+
+
+_TORCH_LIBS = (("/torch/optim/", "optimizer", "torch.optim code (zero_grad(), schedulers)"),
+               ("/torch/nn/", "forward", "torch.nn code called outside a module's forward"),
+               ("/torch/autograd/", "forward", "torch.autograd code"))
+
+
+def _torch_lib(lib: dict[str, Any] | None) -> tuple[str, str] | None:
+    """``(category, why)`` when a library frame is torch's own training code."""
+    lib_file = str((lib or {}).get("file", "")).replace("\\", "/")
+    for marker, cat, why in _TORCH_LIBS:
+        if marker in lib_file:
+            return cat, f"{why}: {lib.get('func') if lib else '?'}"
+    return None
+
+
 def _outside_lib(lib: dict[str, Any] | None) -> str | None:
     """Why a library frame is logging/saving work, or None."""
     lib_file = str((lib or {}).get("file", ""))
     if lib and any(m in lib_file for m in _OUTSIDE_LIBS):
         return f"it calls {lib.get('func')} ({_short(lib_file)})"
+    if lib and lib_file.endswith("/torch/_tensor.py") and lib.get("func") in ("__repr__", "__str__", "__format__"):
+        return "it formats a tensor for printing"
     return None
 
 
@@ -209,10 +229,19 @@ def attribute_other(cap: dict[str, Any], windows: Sequence[tuple[int, int]]) -> 
             continue
         site, is_line = found
         # A sample inside a logging/saving library is outside the step whatever else its
-        # call site does; the rest of a site's samples take the site's category.
+        # call site does, one inside torch's optimizer/module/autograd code (zero_grad(),
+        # a module helper called outside forward) is training work; the rest of a site's
+        # samples take the site's category.
         lib_cat = _outside_lib(lib)
-        ident = (site.get("file"), site.get("first"), site.get("func"),
-                 site.get("line") if is_line else None)
+        torch_cat = _torch_lib(lib) if lib_cat is None else None
+        if torch_cat is not None:
+            cat_key = (*_ident(site, is_line), torch_cat[0])
+            entry = by_site.setdefault(cat_key, {"site": site_label(site, is_line), "file": site.get("file"),
+                                                 "line": site.get("line") if is_line else site.get("first"),
+                                                 "category": torch_cat[0], "why": torch_cat[1], "samples": 0})
+            entry["samples"] += count
+            continue
+        ident = _ident(site, is_line)
         cat_key = (*ident, lib_cat is not None)
         entry = by_site.get(cat_key)
         if entry is None:
