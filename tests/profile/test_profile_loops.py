@@ -139,3 +139,19 @@ def test_contention_names_the_other_process(tmp_path: Path) -> None:
     # among the busiest outside processes, not always the top three the headline names.
     assert any("burn_cpu.py" in p["name"] for p in doc["facts"]["foreign_procs"]), doc["facts"]["foreign_procs"]
     assert "other processes use" in doc["headline"]
+
+
+def test_one_lbfgs_step_with_a_huge_max_iter_steps_at_each_closure(tmp_path: Path) -> None:
+    _, doc = _profile(tmp_path, "lbfgs_one_step.py", "400", steps=("--steps", "10", "--warmup", "3"))
+    assert doc["facts"]["step_boundary"] == "closure"
+    assert doc["status"] == "complete" and len(_measured(doc)) == 10
+    assert any("closure call" in n for n in doc["notes"])
+    share = doc["ranks"][0]["phase_share"]
+    assert share["forward"] + share["backward"] > share["optimizer"]
+
+
+def test_accumulation_without_an_optimizer_is_one_step_per_update(tmp_path: Path) -> None:
+    _, doc = _profile(tmp_path, "accumulate_manual.py", "20")
+    assert doc["facts"]["step_boundary"] == "backward"
+    assert doc["facts"]["backwards_per_step"] == 4
+    assert doc["status"] == "complete"
