@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -310,3 +311,20 @@ def test_api_with_an_unwritable_out_fails_before_the_block_runs(tmp_path: Path) 
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.stdout.split() == ["refused"], proc.stderr
+
+
+def test_report_cosmetics_cores_ticks_and_means(tmp_path: Path) -> None:
+    """No sample shows more cores than the machine has; the step plot's ticks are whole
+    steps; the terminal says which figures are means and which the median."""
+    proc, doc = _profile(tmp_path, sys.executable, str(SCRIPTS / "compute_bound.py"), "14")
+    cores = os.cpu_count() or 1
+    for sample in doc["samples"]:
+        for entry in (sample.get("procs") or {}).values():
+            assert entry.get("cpu") is None or entry["cpu"] <= cores * 1.05, sample
+    assert "median" in proc.stderr and "mean per step" in proc.stderr
+    from pitstop.profile.svg import line_chart
+
+    svg = line_chart([("rank 0", [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0],
+                       [1.0] * 12)], integer_x=True, xlabel="")
+    ticks = re.findall(r'text-anchor="middle" font-size="11">([^<]*)</text>', svg)
+    assert ticks and all(t.isdigit() for t in ticks), ticks

@@ -236,10 +236,11 @@ def attribute_other(cap: dict[str, Any], windows: Sequence[tuple[int, int]]) -> 
         torch_cat = _torch_lib(lib) if lib_cat is None else None
         if torch_cat is not None:
             cat_key = (*_ident(site, is_line), torch_cat[0])
-            entry = by_site.setdefault(cat_key, {"site": site_label(site, is_line), "file": site.get("file"),
-                                                 "line": site.get("line") if is_line else site.get("first"),
-                                                 "category": torch_cat[0], "why": torch_cat[1], "samples": 0})
-            entry["samples"] += count
+            torch_entry = by_site.setdefault(cat_key, {
+                "site": site_label(site, is_line), "file": site.get("file"),
+                "line": site.get("line") if is_line else site.get("first"),
+                "category": torch_cat[0], "why": torch_cat[1], "samples": 0})
+            torch_entry["samples"] += count
             continue
         ident = _ident(site, is_line)
         cat_key = (*ident, lib_cat is not None)

@@ -118,6 +118,19 @@ def _probe_facts(cap: dict[str, Any], rank: RankSummary) -> dict[str, Any] | Non
         return out
     big = ops_us - tiny
     overhead = max(0.0, min(1.0, (compute_us - big) / compute_us))
+    basis = "wall"
+    cpu_ops = sum(float(c.get("cpu_ops_us", 0.0)) for c in comp)
+    if cpu_ops > 0:
+        # Main-thread CPU time: operators plus the gaps between them, neither inflated by
+        # another process taking the core mid-step (see pitstop.profile.probe).
+        cpu_tiny = sum(float(c.get("cpu_tiny_ops_us", 0.0)) for c in comp)
+        cpu_gaps = sum(float(c.get("cpu_gaps_us", 0.0)) for c in comp)
+        cpu_big = cpu_ops - cpu_tiny
+        cpu_total = cpu_ops + cpu_gaps
+        overhead = max(0.0, min(1.0, (cpu_total - cpu_big) / cpu_total)) if cpu_total > 0 else overhead
+        matmul = sum(float(c.get("cpu_matmul_us", 0.0)) for c in comp)
+        conv = sum(float(c.get("cpu_conv_us", 0.0)) for c in comp)
+        big, ops_us, tiny, basis = cpu_big, cpu_ops, cpu_tiny, "main-thread CPU"
     out.update({
         "probe_step_compute_ms": round(compute_us / 1000.0, 3),
         "op_us_mean": round(ops_us / ops, 2),
@@ -125,6 +138,7 @@ def _probe_facts(cap: dict[str, Any], rank: RankSummary) -> dict[str, Any] | Non
         "host_overhead_share": round(overhead, 3),
         "matmul_share_of_op_time": round(matmul / big, 3) if big > 0 else None,
         "conv_share_of_op_time": round(conv / ops_us, 3) if ops_us else None,
+        "time_basis": basis,
     })
     if probe.get("kernels"):
         out["kernels_per_step"] = int(probe["kernels"])

@@ -33,7 +33,13 @@ What the probe keeps, per phase (``forward``, ``backward``, ``optimizer``, ``dat
   rest moves memory more than it computes: element-wise ops, norms, copies) and in
   convolutions alone (``channels_last`` helps only those);
 - ``overhead_us``: the probe's own cost (the Python call per operator, measured at start,
-  plus its bookkeeping, measured per operator), to subtract from the probed step's time.
+  plus its bookkeeping, measured per operator), to subtract from the probed step's time;
+- the same in the main thread's CPU time (``cpu_ops_us``, ``cpu_tiny_ops_us``,
+  ``cpu_matmul_us``, ``cpu_conv_us``) and ``cpu_gaps_us``, the CPU time between two
+  operators of the same phase (Python, autograd, dispatch; the probe's own share taken
+  out). CPU time is what host overhead is computed from: when another process takes the
+  core in the middle of an operator, its wall time grows and it would pass the 20 µs
+  test, its CPU time does not.
 
 For operators of the loop's own code (phase ``other``) it also keeps the *call site*
 (the innermost frame in the user's files), and per site whether its operators build an
@@ -76,6 +82,7 @@ _MATMUL_MARKERS = ("conv", "addmm", "bmm", "matmul", "linear", "einsum", "attent
                    "addmv", "aten::mv", "aten::dot")
 
 _now = time.monotonic_ns
+_cpu = time.thread_time_ns
 
 
 def is_matmul_like(name: str) -> bool:
@@ -151,18 +158,28 @@ def _tensor_args(args: Any, torch_tensor: type) -> Iterator[Any]:
 
 
 class _Phase:
-    __slots__ = ("conv_ns", "matmul_ns", "ns", "ops", "overhead_ns", "tiny_ns")
+    """Counters of one phase: wall times (``*_ns``) and the main thread's CPU times
+    (``cpu_*``), the latter not inflated when another process takes the core mid-step."""
+
+    __slots__ = ("conv_ns", "cpu_conv", "cpu_gap", "cpu_matmul", "cpu_ops", "cpu_tiny",
+                 "matmul_ns", "ns", "ops", "overhead_ns", "tiny_ns")
 
     def __init__(self) -> None:
         self.ops = 0
         self.ns = self.tiny_ns = self.matmul_ns = self.conv_ns = self.overhead_ns = 0
+        self.cpu_ops = self.cpu_tiny = self.cpu_matmul = self.cpu_conv = self.cpu_gap = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"ops": self.ops, "ops_us": round(self.ns / 1e3, 1),
                 "tiny_ops_us": round(self.tiny_ns / 1e3, 1),
                 "matmul_us": round(self.matmul_ns / 1e3, 1),
                 "conv_us": round(self.conv_ns / 1e3, 1),
-                "overhead_us": round(self.overhead_ns / 1e3, 1)}
+                "overhead_us": round(self.overhead_ns / 1e3, 1),
+                "cpu_ops_us": round(self.cpu_ops / 1e3, 1),
+                "cpu_tiny_ops_us": round(self.cpu_tiny / 1e3, 1),
+                "cpu_matmul_us": round(self.cpu_matmul / 1e3, 1),
+                "cpu_conv_us": round(self.cpu_conv / 1e3, 1),
+                "cpu_gaps_us": round(self.cpu_gap / 1e3, 1)}
 
 
 class _Site:
@@ -211,6 +228,9 @@ class OpProbe:
         self._deadline = 0
         self._errors = 0
         self._grad_enabled: Callable[[], bool] = lambda: False
+        self._prev_cpu_out = 0
+        self._prev_phase_name = ""
+        self.call_cost_cpu_ns = 0
 
     # ---- lifecycle --------------------------------------------------------------
     def start(self) -> bool:
@@ -232,23 +252,25 @@ class OpProbe:
                 def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
                                        kwargs: Any = None) -> Any:
                     t_in = _now()
+                    c_in = _cpu()
                     if kwargs is None:
                         kwargs = {}
-                    t0 = _now()
+                    t0, c0 = _now(), _cpu()
                     out = func(*args, **kwargs)
-                    t1 = _now()
+                    c1, t1 = _cpu(), _now()
                     if probe.recording:
                         try:
-                            probe._record(func, args, out, t0, t1, tensor_type)
+                            probe._record(func, args, out, t0, t1, tensor_type, c_in, c0, c1)
                         except Exception as err:  # pitstop's bookkeeping, never the user's op
                             probe._errors += 1
                             if probe.error is None:
                                 probe.error = f"{type(err).__name__}: {err}"
                         probe._last_phase.overhead_ns += (_now() - t1) + (t0 - t_in)
+                        probe._prev_cpu_out = _cpu()
                     return out
 
             self._grad_enabled = torch.is_grad_enabled
-            self.call_cost_ns = self._calibrate(torch, _CountingMode)
+            self.call_cost_ns, self.call_cost_cpu_ns = self._calibrate(torch, _CountingMode)
             self._last_phase = _Phase()
             self._mode = _CountingMode()
             if self.cuda:
@@ -265,9 +287,10 @@ class OpProbe:
             return False
 
     @staticmethod
-    def _calibrate(torch: Any, mode_cls: Any) -> int:
-        """Nanoseconds a mode adds to one operator call (the C++ → Python round trip),
-        from 200 one-element ops with and without a mode that only passes them on."""
+    def _calibrate(torch: Any, mode_cls: Any) -> tuple[int, int]:
+        """Nanoseconds (wall, main-thread CPU) a mode adds to one operator call (the C++ →
+        Python round trip), from 200 one-element ops with and without a mode that only
+        passes them on; the best of 3 rounds each."""
 
         class _Bare(mode_cls.__mro__[1]):
             _should_skip_dynamo = mode_cls._should_skip_dynamo
@@ -278,20 +301,21 @@ class OpProbe:
 
         x = torch.zeros(1)
         neg = torch.neg
-        best_plain = best_mode = None
-        for _ in range(3):
-            t0 = _now()
+        best: dict[str, float] = {}
+
+        def timed(key: str) -> None:
+            t0, c0 = _now(), _cpu()
             for _ in range(200):
                 neg(x)
-            plain = (_now() - t0) / 200
+            for k, v in ((key, (_now() - t0) / 200), (key + "_cpu", (_cpu() - c0) / 200)):
+                best[k] = min(best.get(k, v), v)
+
+        for _ in range(3):
+            timed("plain")
             with _Bare():
-                t0 = _now()
-                for _ in range(200):
-                    neg(x)
-                moded = (_now() - t0) / 200
-            best_plain = plain if best_plain is None else min(best_plain, plain)
-            best_mode = moded if best_mode is None else min(best_mode, moded)
-        return max(0, int((best_mode or 0) - (best_plain or 0)))
+                timed("mode")
+        return (max(0, int(best["mode"] - best["plain"])),
+                max(0, int(best["mode_cpu"] - best["plain_cpu"])))
 
     def _start_kineto(self) -> None:
         try:
@@ -338,7 +362,7 @@ class OpProbe:
 
     # ---- per operator -------------------------------------------------------------
     def _record(self, func: Any, args: Any, out: Any, t0: int, t1: int,
-                tensor_type: type) -> None:
+                tensor_type: type, c_in: int = 0, c0: int = 0, c1: int = 0) -> None:
         self.ops_seen += 1
         if self.ops_seen > self.max_ops or t1 > self._deadline:
             self.recording = False
@@ -354,8 +378,15 @@ class OpProbe:
         phase = self._phases.get(phase_name)
         if phase is None:
             phase = self._phases[phase_name] = _Phase()
+        # CPU time from the end of the previous operator's bookkeeping to this one's
+        # dispatch, in the same phase: Python, autograd and dispatch between operators
+        # (less the C++-to-Python round trip the mode itself adds).
+        if phase_name == self._prev_phase_name and self._prev_cpu_out:
+            phase.cpu_gap += max(0, c_in - self._prev_cpu_out - self.call_cost_cpu_ns)
+        self._prev_phase_name = phase_name
         self._last_phase = phase
         dur = t1 - t0
+        cpu_dur = c1 - c0
         numel = 0
         sig: list[tuple[int, ...]] = []
         for t in _tensor_args(args, tensor_type):
@@ -366,12 +397,20 @@ class OpProbe:
                 sig.append(tuple(t.shape))
         phase.ops += 1
         phase.ns += dur
-        if dur < TINY_OP_US * 1000 or numel < SMALL_NUMEL:
+        phase.cpu_ops += cpu_dur
+        small = numel < SMALL_NUMEL
+        if dur < TINY_OP_US * 1000 or small:
             phase.tiny_ns += dur
         elif info.matmul:
             phase.matmul_ns += dur
             if info.conv:
                 phase.conv_ns += dur
+        if cpu_dur < TINY_OP_US * 1000 or small:
+            phase.cpu_tiny += cpu_dur
+        elif info.matmul:
+            phase.cpu_matmul += cpu_dur
+            if info.conv:
+                phase.cpu_conv += cpu_dur
         site_key: tuple[Any, ...] = ()
         if phase_name == "other":
             site_key = self._site_of(info, args, out, dur, tensor_type)
@@ -485,6 +524,7 @@ class OpProbe:
             "ops": sum(p.ops for p in self._phases.values()),
             "phases": phases,
             "call_cost_us": round(self.call_cost_ns / 1e3, 2),
+            "call_cost_cpu_us": round(self.call_cost_cpu_ns / 1e3, 2),
             "keys": len(self._keys),
             "budget_hit": self.budget_hit,
             "bookkeeping_errors": self._errors,

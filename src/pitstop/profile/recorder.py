@@ -17,8 +17,8 @@ host-to-device copies plus CUDA events and sync detection.
 3. ``dataloader``: a DataLoader batch, when batches follow each other without any
    backward (inference loops);
    (``closure``: when one optimizer step runs more closures than the whole window has
-   steps, as LBFGS with ``max_iter=50000`` does in physics-informed networks, each
-   closure call is a step;)
+   steps and more than :data:`CLOSURE_STEPS`, as LBFGS with ``max_iter=50000`` does in
+   physics-informed networks, each closure call is a step;)
 4. ``manual``: ``prof.step()`` of the API (which uses only that).
 
 A source seen later that ranks higher (an optimizer that first steps after many
@@ -57,6 +57,10 @@ KINDS = ("data", "h2d", "forward", "backward", "optimizer", "collective")
 PRIORITY = ("data", "collective", "h2d", "backward", "forward", "optimizer")
 #: Backwards without a visible gradient reset after which each backward counts as a step.
 ACCUMULATION_LIMIT = 16
+#: Closure calls inside one optimizer step past which the closures are the steps (LBFGS
+#: evaluates up to 25 per step by default; fits that run it once with max_iter=50000 pass
+#: this at once).
+CLOSURE_STEPS = 64
 
 _now = time.monotonic_ns
 
@@ -261,7 +265,7 @@ class Recorder:
         self._bwd_in_step += 1
         if self.depth["optimizer"]:
             self._closure_calls += 1
-            if self.mode == "optimizer" and self._closure_calls > self.warmup + self.steps:
+            if self.mode == "optimizer" and self._closure_calls > max(CLOSURE_STEPS, self.warmup + self.steps):
                 # One optimizer step holds more closure calls than the whole window
                 # (LBFGS with max_iter=50000, as PINNs run it): the closures are the steps.
                 self.notes.append(f"one optimizer step ran {self._closure_calls - 1} closures: "
