@@ -277,6 +277,8 @@ class Recorder:
                 self._boundary(t1)
             return
         self._last_bwd_end = t1
+        if self.mode in ("optimizer", "closure", "manual"):
+            return  # steps come from the optimizer (or the API): no gradient watch needed
         with self._probe_paused():
             self._grad.pick(self._modules or list(self._top_modules.values()), args[:1])
             self._grad.remember()
@@ -297,7 +299,8 @@ class Recorder:
     def on_forward_start(self, module: Any, args: Any) -> None:
         if self.global_fwd_handles:
             self._top_modules.setdefault(id(module), module)
-        if not self.autocast_seen:
+        if not self.autocast_seen and len(self.boundaries) <= self.warmup:
+            # a loop's autocast use is the same every step: the warm-up steps tell
             with contextlib.suppress(Exception):
                 torch = self._torch
                 self.autocast_seen = any(bool(torch.is_autocast_enabled(dev))
