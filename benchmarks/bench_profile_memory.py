@@ -35,8 +35,8 @@ from harness import REPO, load_average, pitstop_cmd, rss_bound, run_measured
 WORKLOADS = REPO / "benchmarks" / "profile_real" / "workloads"
 CASES = {
     "many_ops": (["many_ops.py", "--steps", "12", "--ops", "46000"], 6, 3),
-    "lstm_lbfgs": (["lstm_lbfgs.py", "--steps", "4", "--batch", "97", "--length", "500",
-                    "--max-iter", "8"], 1, 2),
+    "lstm_lbfgs": (["lstm_lbfgs.py", "--steps", "5", "--batch", "97", "--length", "500",
+                    "--max-iter", "8"], 1, 3),
 }
 
 

@@ -157,6 +157,10 @@ def _tensor_args(args: Any, torch_tensor: type) -> Iterator[Any]:
                     yield b
 
 
+_CLOCK_FIELDS = {"": ("ns", "tiny_ns", "matmul_ns", "conv_ns"),
+                 "cpu_": ("cpu_ops", "cpu_tiny", "cpu_matmul", "cpu_conv")}
+
+
 class _Phase:
     """Counters of one phase: wall times (``*_ns``) and the main thread's CPU times
     (``cpu_*``), the latter not inflated when another process takes the core mid-step."""
@@ -168,6 +172,18 @@ class _Phase:
         self.ops = 0
         self.ns = self.tiny_ns = self.matmul_ns = self.conv_ns = self.overhead_ns = 0
         self.cpu_ops = self.cpu_tiny = self.cpu_matmul = self.cpu_conv = self.cpu_gap = 0
+
+    def add(self, clock: str, dur: int, small: bool, info: _OpInfo) -> None:
+        """Count one operator's duration on one clock ("" wall, "cpu_" CPU): tiny when
+        shorter than TINY_OP_US or over a small input, else matmul/conv or neither."""
+        total, tiny, matmul, conv = _CLOCK_FIELDS[clock]
+        setattr(self, total, getattr(self, total) + dur)
+        if dur < TINY_OP_US * 1000 or small:
+            setattr(self, tiny, getattr(self, tiny) + dur)
+        elif info.matmul:
+            setattr(self, matmul, getattr(self, matmul) + dur)
+            if info.conv:
+                setattr(self, conv, getattr(self, conv) + dur)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ops": self.ops, "ops_us": round(self.ns / 1e3, 1),
@@ -396,21 +412,9 @@ class OpProbe:
             if len(sig) < 3:
                 sig.append(tuple(t.shape))
         phase.ops += 1
-        phase.ns += dur
-        phase.cpu_ops += cpu_dur
         small = numel < SMALL_NUMEL
-        if dur < TINY_OP_US * 1000 or small:
-            phase.tiny_ns += dur
-        elif info.matmul:
-            phase.matmul_ns += dur
-            if info.conv:
-                phase.conv_ns += dur
-        if cpu_dur < TINY_OP_US * 1000 or small:
-            phase.cpu_tiny += cpu_dur
-        elif info.matmul:
-            phase.cpu_matmul += cpu_dur
-            if info.conv:
-                phase.cpu_conv += cpu_dur
+        phase.add("", dur, small, info)
+        phase.add("cpu_", cpu_dur, small, info)
         site_key: tuple[Any, ...] = ()
         if phase_name == "other":
             site_key = self._site_of(info, args, out, dur, tensor_type)
