@@ -71,9 +71,12 @@ def run_entry(ext: Path, entry: dict[str, Any], manifest: dict[str, Any]) -> dic
     verdict = doc.get("verdict")
     underlying = (doc.get("evidence") or {}).get("underlying") if verdict == "contention" else verdict
     expected = (entry.get("expected") or {}).get("verdict")
+    original = ((entry.get("expected") or {}).get("revised_from") or {}).get("verdict")
     bound = rss_bound(plain.peak_rss)
     return {
         "id": entry["id"], "expected": expected, "why": (entry.get("expected") or {}).get("why"),
+        "expected_before_revision": original,
+        "right_by_original_label": (original or expected) is not None and underlying == (original or expected),
         "verdict": verdict, "bottleneck": underlying, "headline": doc.get("headline"),
         "status": doc.get("status"), "right": expected is not None and underlying == expected,
         "plain": plain.to_dict(), "profiled": prof.to_dict(),
@@ -124,8 +127,12 @@ def main() -> int:
                   f"{r['rss_bound_mb']:>7}" + ("  KILLED" if r["killed"] else "")
                   + ("" if r["rss_ok"] else "  RSS OVER"))
         right = sum(r["right"] for r in rows)
+        revised = [r for r in rows if r["expected_before_revision"]]
         print(f"{right}/{len(rows)} verdicts right, {sum(r['rss_ok'] for r in rows)}/{len(rows)} within the RSS "
-              f"bound, {sum(r['killed'] for r in rows)} killed")
+              f"bound, {sum(r['killed'] for r in rows)} killed"
+              + (f"; against the labels before revision: {sum(r['right_by_original_label'] for r in rows)}/"
+                 f"{len(rows)} ({', '.join(r['id'] + ' was ' + r['expected_before_revision'] for r in revised)})"
+                 if revised else ""))
     return 0 if all(r["right"] and r["rss_ok"] for r in rows) else 1
 
 

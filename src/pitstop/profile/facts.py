@@ -118,19 +118,31 @@ def _probe_facts(cap: dict[str, Any], rank: RankSummary) -> dict[str, Any] | Non
         return out
     big = ops_us - tiny
     overhead = max(0.0, min(1.0, (compute_us - big) / compute_us))
-    basis = "wall"
+    basis = "wall (probed step)"
     cpu_ops = sum(float(c.get("cpu_ops_us", 0.0)) for c in comp)
     if cpu_ops > 0:
-        # Main-thread CPU time: operators plus the gaps between them, neither inflated by
-        # another process taking the core mid-step (see pitstop.profile.probe).
+        # Main-thread CPU time, which another process taking the core mid-step does not
+        # inflate. The real-work operators' CPU time is the probe's (an operator runs at
+        # full speed under the counting mode); the compute CPU time it is a share of is
+        # that of the measured steps, which ran without the mode (whose per-operator cost
+        # depends on each operator's arguments and cannot be subtracted exactly); the
+        # probed step's own gaps between operators are the fallback.
         cpu_tiny = sum(float(c.get("cpu_tiny_ops_us", 0.0)) for c in comp)
         cpu_gaps = sum(float(c.get("cpu_gaps_us", 0.0)) for c in comp)
         cpu_big = cpu_ops - cpu_tiny
-        cpu_total = cpu_ops + cpu_gaps
+        per_step = cap.get("compute_cpu_ns") or []
+        measured = [per_step[s.index] / 1e3 for s in rank.measured if s.index < len(per_step)]
+        measured = [v for v in measured if v > 0]
+        if measured:
+            cpu_total = statistics.median(measured)
+            basis = "main-thread CPU (measured steps)"
+        else:
+            cpu_total = cpu_ops + cpu_gaps
+            basis = "main-thread CPU (probed step)"
         overhead = max(0.0, min(1.0, (cpu_total - cpu_big) / cpu_total)) if cpu_total > 0 else overhead
         matmul = sum(float(c.get("cpu_matmul_us", 0.0)) for c in comp)
         conv = sum(float(c.get("cpu_conv_us", 0.0)) for c in comp)
-        big, ops_us, tiny, basis = cpu_big, cpu_ops, cpu_tiny, "main-thread CPU"
+        big, ops_us, tiny = cpu_big, cpu_ops, cpu_tiny
     out.update({
         "probe_step_compute_ms": round(compute_us / 1000.0, 3),
         "op_us_mean": round(ops_us / ops, 2),

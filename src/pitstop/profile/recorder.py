@@ -55,6 +55,7 @@ KINDS = ("data", "h2d", "forward", "backward", "optimizer", "collective")
 #: Which phase an instant belongs to when several cover it (the closure of an LBFGS
 #: step is forward/backward, not optimizer; a copy inside forward is h2d).
 PRIORITY = ("data", "collective", "h2d", "backward", "forward", "optimizer")
+_COMPUTE = frozenset(("forward", "backward", "optimizer"))
 #: Backwards without a visible gradient reset after which each backward counts as a step.
 ACCUMULATION_LIMIT = 16
 #: Closure calls inside one optimizer step past which the closures are the steps (LBFGS
@@ -104,6 +105,11 @@ class Recorder:
         self.start_ns: int | None = None
         self.boundaries: list[int] = []
         self.cpu_at_boundary: list[int] = []
+        #: per step: the main thread's CPU time inside forward/backward/optimizer
+        self.compute_cpu_ns: list[int] = []
+        self._compute_depth = 0
+        self._compute_c0 = 0
+        self._compute_cpu = 0
         self.intervals: dict[str, list[tuple[int, int]]] = {k: [] for k in KINDS}
         self.depth: dict[str, int] = dict.fromkeys(PRIORITY, 0)
         self.h2d_bytes = 0
@@ -166,6 +172,10 @@ class Recorder:
 
     def enter(self, kind: str) -> None:
         self.depth[kind] += 1
+        if kind in _COMPUTE:
+            self._compute_depth += 1
+            if self._compute_depth == 1:
+                self._compute_c0 = time.thread_time_ns()
         if self._probe is not None and self._probe.should_pop() and not self.depth["backward"]:
             self._probe.stop_early()
             self.notes.append(f"operator probe: budget reached ({self._probe.budget_hit}); "
@@ -174,8 +184,18 @@ class Recorder:
     def leave(self, kind: str, t0: int, t1: int) -> None:
         if self.depth[kind] > 0:
             self.depth[kind] -= 1
+        if kind in _COMPUTE:
+            self._compute_left()
         if self.depth[kind] == 0:
             self.add(kind, t0, t1)
+
+    def _compute_left(self) -> None:
+        """Leaving forward/backward/optimizer: when no other of them is running, the main
+        thread's CPU time since the first one began is compute CPU of this step."""
+        if self._compute_depth > 0:
+            self._compute_depth -= 1
+            if self._compute_depth == 0:
+                self._compute_cpu += time.thread_time_ns() - self._compute_c0
 
     def add(self, kind: str, t0: int, t1: int) -> None:
         if self.active:
@@ -221,6 +241,7 @@ class Recorder:
     def on_optimizer_post(self, opt: Any) -> None:
         if self.depth["optimizer"] > 0:
             self.depth["optimizer"] -= 1
+            self._compute_left()
         t1 = _now()
         if self._opt_t0 is not None and self.depth["optimizer"] == 0:
             self.add("optimizer", self._opt_t0, t1)
@@ -331,6 +352,7 @@ class Recorder:
                           f"{old} steps; the window restarted on {mode} steps")
         self.boundaries = []
         self.cpu_at_boundary = []
+        self.compute_cpu_ns = []
         self.backwards_per_step = []
         self.start_ns = None
         if self._probe is not None:
@@ -354,6 +376,8 @@ class Recorder:
             self.start_ns = min(self.start_ns, t)
         self.boundaries.append(t)
         self.cpu_at_boundary.append(time.thread_time_ns())
+        self.compute_cpu_ns.append(self._compute_cpu)
+        self._compute_cpu = 0
         self.fwd_depth = 0
         n = len(self.boundaries)
         if self.global_fwd_handles and self._top_modules:
@@ -580,6 +604,7 @@ class Recorder:
             "start_ns": self.start_ns,
             "boundaries": self.boundaries,
             "main_thread_cpu_ns": self.cpu_at_boundary,
+            "compute_cpu_ns": self.compute_cpu_ns,
             "intervals": {k: [list(iv) for iv in v] for k, v in self.intervals.items()},
             "h2d_bytes": self.h2d_bytes,
             "worker_pids": sorted(self.worker_pids),
