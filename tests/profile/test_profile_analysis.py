@@ -266,3 +266,23 @@ def test_largest_input_handles_tensor_lists() -> None:
     assert largest_input([[4, 8], [8], []]) == 32
     assert largest_input([[[1024, 512], [1024]], [[3]]]) == 524288
     assert largest_input([]) is None
+
+
+def test_host_overhead_uses_cpu_time_against_the_measured_steps() -> None:
+    # The probed step's wall clock is inflated (another process took the core), its CPU
+    # clock is not: 6 ms of real-work operators in CPU time against 8 ms of compute CPU
+    # per measured step is 25 % overhead, whatever the wall times say.
+    probe = _probe(7000, 5000, 1000)
+    for ph in probe["phases"].values():
+        ph.update({"cpu_ops_us": 3500.0, "cpu_tiny_ops_us": 500.0, "cpu_matmul_us": 2500.0,
+                   "cpu_conv_us": 0.0, "cpu_gaps_us": 4000.0})
+    cap = _compute_cap()
+    cap["compute_cpu_ns"] = [8_000_000] * 6
+    facts = _facts(cap, probe)
+    assert facts["probe"]["time_basis"] == "main-thread CPU (measured steps)"
+    assert facts["probe"]["host_overhead_share"] == 0.25
+    assert facts["probe"]["matmul_share_of_op_time"] == round(5000 / 6000, 3)
+    del cap["compute_cpu_ns"]  # no per-step CPU: the probed step's own gaps are the fallback
+    facts = _facts(cap, probe)
+    assert facts["probe"]["time_basis"] == "main-thread CPU (probed step)"
+    assert facts["probe"]["host_overhead_share"] == round(1 - 6000 / 15000, 3)
