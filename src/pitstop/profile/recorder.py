@@ -388,6 +388,12 @@ class Recorder:
             self.cuda.on_boundary(n)
         if self.want_probe:
             self._probe_boundary(n, t)
+        if self.want_ab and n == (self._probe_at or 1):
+            # Imported in a warm-up step (the probed one when there is a probe), so that
+            # the window's last step does not pay for it.
+            with contextlib.suppress(Exception):
+                import pitstop.profile.precision_ab
+                import pitstop.train.precision  # noqa: F401
         if n == max(1, self.warmup) and self._stacks is not None:
             self._stacks.fit_interval(self._step_ms_so_far() * self.steps)
         if n >= self.warmup + self.steps:
