@@ -18,6 +18,10 @@ from pitstop.doctor.data import (
 )
 
 CODENAMES = {"12": "bookworm", "13": "trixie"}
+# nouveau out of the way for good: it is also in the initramfs, which must be rebuilt.
+BLACKLIST_NOUVEAU = ("printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee "
+                     "/etc/modprobe.d/blacklist-nouveau.conf\n"
+                     "sudo update-initramfs -u && sudo reboot   # nouveau is in the initramfs")
 
 
 def distro(facts: Any) -> str:
@@ -46,9 +50,7 @@ def debian_driver_install(facts: Any) -> str:
         "sudo apt update",
         "sudo apt install nvidia-driver firmware-misc-nonfree linux-headers-$(uname -r)",
         "#   (open kernel modules, Turing and newer: nvidia-open-kernel-dkms instead)",
-        "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' "
-        "| sudo tee /etc/modprobe.d/blacklist-nouveau.conf",
-        "sudo update-initramfs -u && sudo reboot",
+        BLACKLIST_NOUVEAU,
         "# Debian packages drivers up to 535 (bookworm) / 550 (trixie); a newer GPU or a",
         "# CUDA 12.8+/13 wheel needs NVIDIA's CUDA apt repository: `pitstop explain DR001`.",
     ])
