@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_profile_scenarios import SCRIPTS, _bottleneck, _codes, _run
 
 STEPS = ("--steps", "12", "--warmup", "3")
@@ -155,3 +156,19 @@ def test_accumulation_without_an_optimizer_is_one_step_per_update(tmp_path: Path
     assert doc["facts"]["step_boundary"] == "backward"
     assert doc["facts"]["backwards_per_step"] == 4
     assert doc["status"] == "complete"
+
+
+def test_cpu_count_is_the_cpus_the_job_may_use(tmp_path: Path) -> None:
+    # A job pinned to one CPU (taskset, a Slurm allocation, a container's cpuset) has one
+    # core to share, whatever the machine has: contention and the loader advice count that.
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs to pin to one")
+    out = tmp_path / "out"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(SCRIPTS.parents[2] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(["taskset", "-c", "0", sys.executable, "-m", "pitstop", "profile", "--steps", "4",
+                           "--warmup", "1", "--out", str(out), "--", sys.executable,
+                           str(SCRIPTS / "passthrough.py"), "8", "0"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "profile.json").read_text())["facts"]["cpu_count"] == 1

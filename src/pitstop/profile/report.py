@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from pitstop.findings import sorted_findings
+from pitstop.hostinfo.cpu import usable_cpus
 from pitstop.profile.analysis import PHASES, merge_ranks, window_samples
 from pitstop.profile.facts import build_facts
 from pitstop.profile.svg import PALETTE, line_chart, stacked_bars
@@ -32,7 +33,7 @@ def build_document(caps: Sequence[dict[str, Any]], samples: list[dict[str, Any]]
                    duration_s: float | None = None, cpu_count: int | None = None) -> dict[str, Any]:
     """Everything pitstop learned from one run, JSON-able."""
     ranks = merge_ranks(caps)
-    facts = build_facts(caps, ranks, samples, cpu_count=cpu_count or os.cpu_count())
+    facts = build_facts(caps, ranks, samples, cpu_count=cpu_count or usable_cpus()[0])
     verdict = decide(facts)
     missing: dict[str, str] = dict(not_measured or {})
     notes: list[str] = []
