@@ -98,7 +98,8 @@ def main() -> int:
                    help="where work trees, data and the corpus's Python dependencies (EXT/pylib) live")
     p.add_argument("--only", action="append", help="entry id (repeatable)")
     p.add_argument("--no-setup", action="store_true", help="reuse the extracted trees and data")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of the table")
+    p.add_argument("--save", type=Path, help="also write the rows as JSON to this file")
     a = p.parse_args()
     manifest = load_manifest()
     entries = [e for e in manifest["entries"] if not a.only or e["id"] in a.only]
@@ -114,6 +115,8 @@ def main() -> int:
               + f", RSS {row['plain']['peak_rss_mb']} -> {row['profiled']['peak_rss_mb']} MB"
               + (" KILLED" if row["killed"] else ""), file=sys.stderr)
     print(f"load average after: {load_average()}", file=sys.stderr)
+    if a.save:
+        a.save.write_text(json.dumps(rows, indent=2) + "\n")
     if a.json:
         print(json.dumps(rows, indent=2))
     else:
