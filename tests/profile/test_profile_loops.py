@@ -172,3 +172,15 @@ def test_cpu_count_is_the_cpus_the_job_may_use(tmp_path: Path) -> None:
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=150)
     assert proc.returncode == 0, proc.stderr
     assert json.loads((out / "profile.json").read_text())["facts"]["cpu_count"] == 1
+
+
+def test_sub_millisecond_steps_get_enough_stack_samples(tmp_path: Path) -> None:
+    # 30 steps of ~0.7 ms: the stack sampler must tighten its period at the end of the
+    # warm-up (from the steps' own time, not the probed step's) and at once, or the
+    # window holds two samples and half the step stays unexplained ("unknown").
+    _, doc = _profile(tmp_path, "short_steps.py", "60", steps=("--steps", "30", "--warmup", "3"))
+    facts = doc["facts"]
+    assert facts["step_boundary"] == "backward"
+    assert facts["stack_samples"] >= 8, (facts["stack_samples"], facts.get("other_samples"))
+    assert facts.get("other_split") is not None
+    assert _bottleneck(doc) != "unknown", doc["headline"]

@@ -400,11 +400,12 @@ class Recorder:
             self.finish("complete")
 
     def _step_ms_so_far(self) -> float:
-        """Median duration of the steps so far, step 0 (lazy initialisation) left out."""
+        """Median duration of the steps so far, step 0 (lazy initialisation) and the
+        probed step (counting mode: many times slower) left out."""
         b = self.boundaries
         starts = [self.start_ns if self.start_ns is not None else b[0], *b[:-1]]
-        ms = sorted((e - a) / 1e6 for a, e in zip(starts, b, strict=False))[1:] or \
-            [(b[-1] - starts[0]) / 1e6]
+        ms = sorted((e - a) / 1e6 for i, (a, e) in enumerate(zip(starts, b, strict=False))
+                    if i != 0 and i != self._probe_at) or [(b[-1] - starts[0]) / 1e6]
         return ms[len(ms) // 2]
 
     def _probe_boundary(self, n: int, t: int) -> None:

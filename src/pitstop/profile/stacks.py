@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["INTERVAL_S", "MAX_CHAINS", "MAX_SAMPLES", "PHASE_CODES", "StackSampler"]
 
 INTERVAL_S = 0.01
-MIN_INTERVAL_S = 0.002
+MIN_INTERVAL_S = 0.001
 TARGET_SAMPLES = 300
 MAX_SAMPLES = 60_000
 MAX_CHAINS = 5_000
@@ -82,12 +82,20 @@ class StackSampler:
 
     def fit_interval(self, window_ms: float) -> None:
         """At the end of the warm-up: aim at :data:`TARGET_SAMPLES` samples over the
-        measured window, every :data:`MIN_INTERVAL_S` at most often (a waiting sampler
-        takes the GIL from a busy main thread only every switch interval, 5 ms, anyway)."""
+        measured window, every :data:`MIN_INTERVAL_S` at most often (torch operators
+        release the GIL; pure Python holds it for up to the 5 ms switch interval)."""
         if window_ms <= 0 or self._sampler is None:
             return
-        self.interval_s = max(MIN_INTERVAL_S, min(INTERVAL_S, window_ms / 1e3 / TARGET_SAMPLES))
-        self._sampler.interval_s = self.interval_s
+        interval = max(MIN_INTERVAL_S, min(INTERVAL_S, window_ms / 1e3 / TARGET_SAMPLES))
+        if interval >= self.interval_s:
+            return
+        self.interval_s = interval
+        # A new thread, not a new period for the running one: that one is asleep until its
+        # next 10 ms tick, which is half of a 20 ms window (30 steps of 0.7 ms).
+        old, self._sampler = self._sampler, None
+        if threading.current_thread() is not old._thread:
+            old.stop()
+        self.start()
 
     def stop(self) -> None:
         sampler, self._sampler = self._sampler, None
