@@ -182,6 +182,10 @@ def test_api_context_manager(tmp_path: Path) -> None:
     assert doc["status"] == "complete" and doc["verdict"] == seen["verdict"]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_long_run(tmp_path: Path, *, new_session: bool = False) -> subprocess.Popen[str]:
     """``pitstop profile`` over a script that trains until a signal; returns once the
     script has printed "ready" (a few steps done)."""
@@ -191,7 +195,10 @@ def _start_long_run(tmp_path: Path, *, new_session: bool = False) -> subprocess.
                              "--warmup", "1", "--out", str(tmp_path / "out"), "--", sys.executable,
                              str(SCRIPTS / "runs_until_killed.py")],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=new_session)
+                            stderr=subprocess.PIPE, text=True, start_new_session=new_session,
+                            # A suite started in the background by a non-interactive shell
+                            # inherits SIGINT ignored, as a terminal's foreground job never is.
+                            preexec_fn=_default_sigint)
     assert proc.stdout is not None
     if proc.stdout.readline().strip() != "ready":
         proc.kill()
