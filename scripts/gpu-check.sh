@@ -32,7 +32,9 @@ step() {  # step NAME LIMIT_S CMD...: run with a time limit, log to OUT/NAME.log
   >"$OUT/machine.txt" 2>&1
 
 # 1. Every CUDA-only test (pitstop.train's sync-free step, prefetcher streams, real OOM,
-#    doctor on a real NVML, bench and profile CUDA paths).
+#    doctor on a real NVML, bench and profile CUDA paths: profile's syncs and device time,
+#    and tests/profile/test_profile_cuda.py: a hand-written update rule with the bf16 A/B
+#    measured on the GPU, LBFGS closures, a Python get_batch feeding the GPU).
 step cuda-tests 300 "$PY" -m pytest -q -m cuda -p no:cacheprovider -o addopts="" tests
 # 2. The doctor on a real GPU, importing torch to test CUDA init and cuDNN.
 step doctor 90 "$PY" -m pitstop doctor --torch --json -o "$OUT/doctor.json"
@@ -43,6 +45,7 @@ step bench 240 "$PY" -m pitstop bench --quick --device cuda --json "$OUT/bench.j
 step profile 90 "$PY" -m pitstop profile --steps 20 --warmup 3 --out /tmp/pitstop-gpu-profile \
   -- "$PY" examples/train_pitstop.py --device cuda --steps 40
 cp /tmp/pitstop-gpu-profile/profile.json "$OUT/profile.json" 2>/dev/null
+cp /tmp/pitstop-gpu-profile/report.html "$OUT/profile-report.html" 2>/dev/null
 # 5. monitor beside a training run: one snapshot (GPM on Hopper), a short recording with
 #    its verdicts, the plot of it, and a real NVML value set for the monitor's tests.
 "$PY" examples/train_pitstop.py --device cuda --steps 100000 >"$OUT/monitor-train.log" 2>&1 &
@@ -57,5 +60,5 @@ step record-nvml 60 "$PY" scripts/record_nvml.py "$OUT/nvml-recorded.json" --fra
 kill "$train_pid" 2>/dev/null; wait "$train_pid" 2>/dev/null
 
 # At most 8 files in OUT: the JSON results stay, logs and the rest go into one archive.
-( cd "$OUT" && tar -czf logs.tar.gz --remove-files -- *.log doctor.txt monitor-record.* nvml-recorded.json 2>/dev/null )
+( cd "$OUT" && tar -czf logs.tar.gz --remove-files -- *.log doctor.txt profile-report.html monitor-record.* nvml-recorded.json 2>/dev/null )
 exit $status

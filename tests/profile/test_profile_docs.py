@@ -64,7 +64,7 @@ def test_no_remedy_names_a_command_that_does_not_exist() -> None:
     for missing in ("pitstop tune", "pitstop monitor"):
         assert missing not in text
     docs = [d for d in all_docs() if d.code.startswith("PF")]
-    assert len(docs) == 12
+    assert len(docs) == 15
     for d in docs:
         assert "pitstop tune" not in d.fix + d.what and "pitstop monitor" not in d.fix
 

@@ -14,6 +14,7 @@ from pitstop.train.precision import (
     choose_cpu_precision,
     choose_cuda_precision,
     cpu_bf16_flags,
+    measure_cpu_bf16,
 )
 
 
@@ -181,19 +182,47 @@ def test_auto_precision_is_a_checked_choice() -> None:
     assert step.scaler is None
 
 
-# Excerpts of real /proc/cpuinfo files: this project's build machine (a KVM guest on
-# an Intel Xeon with AVX-512 BF16), an Intel Skylake-SP server, an AWS Graviton3.
+# Excerpts of real /proc/cpuinfo files: an Intel Xeon with AVX-512 BF16 but no AMX
+# (Cooper Lake), this project's build machine (a KVM guest on a Sapphire Rapids Xeon,
+# with AMX), an Intel Skylake-SP server, an AWS Graviton3.
 XEON_BF16 = "processor\t: 0\nflags\t\t: fpu vme sse sse2 avx avx2 avx512f avx512bw avx512_bf16 avx512_vnni\n"
+XEON_AMX = ("processor\t: 0\nflags\t\t: fpu vme sse sse2 avx avx2 avx512f avx512bw avx512_bf16 "
+            "avx512_vnni amx_bf16 avx512_fp16 amx_tile amx_int8\n")
 SKYLAKE = "processor\t: 0\nflags\t\t: fpu vme sse sse2 avx avx2 avx512f avx512bw avx512_vnni\n"
 GRAVITON3 = "processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics sve bf16 i8mm\n"
 
 
-def test_cpu_precision_from_cpuinfo_flags() -> None:
+def test_cpu_precision_from_cpuinfo_flags_and_measurement() -> None:
     assert cpu_bf16_flags(XEON_BF16) == ["avx512_bf16"]
-    assert choose_cpu_precision(XEON_BF16).precision == "bf16"
-    assert choose_cpu_precision(SKYLAKE).precision == "fp32"
+    assert cpu_bf16_flags(XEON_AMX) == ["amx_bf16", "avx512_bf16"]
+    # unmeasured: the families known to run bf16 fast, else fp32
+    assert choose_cpu_precision(XEON_AMX).precision == "bf16"
     assert choose_cpu_precision(GRAVITON3).precision == "bf16"
+    assert choose_cpu_precision(XEON_BF16).precision == "fp32"
+    assert choose_cpu_precision(SKYLAKE).precision == "fp32"
     assert choose_cpu_precision(None).precision == "fp32"
+    # measured on the model: the measurement decides, and the reason quotes it
+    slow = choose_cpu_precision(XEON_AMX, measured_speedup=0.6)
+    assert slow.precision == "fp32" and "0.60x" in slow.why
+    fast = choose_cpu_precision(XEON_BF16, measured_speedup=1.4)
+    assert fast.precision == "bf16" and "1.40x" in fast.why
+    # no bf16 instructions: fp32 whatever a measurement says (bf16 is emulated there)
+    assert choose_cpu_precision(SKYLAKE, measured_speedup=2.0).precision == "fp32"
+
+
+def test_auto_precision_measures_the_model_and_leaves_it_unchanged() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.BatchNorm1d(64),
+                                torch.nn.Dropout(0.5), torch.nn.Linear(64, 10))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    rng = torch.get_rng_state()
+    speedup = measure_cpu_bf16(model)
+    assert speedup is not None and speedup > 0
+    assert model.training and all(m.training for m in model.modules())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert torch.equal(rng, torch.get_rng_state())
+    step = TrainStep(model, torch.optim.SGD(model.parameters(), lr=0.1), precision="auto")
+    assert step.precision in ("bf16", "fp32") and step.precision_reason
 
 
 @pytest.mark.parametrize(("cap", "expected"), [((9, 0), "bf16"), ((8, 6), "bf16"), ((7, 5), "fp16"),

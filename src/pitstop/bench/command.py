@@ -270,7 +270,8 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
                 f"({source.cache.total_bytes / 2**20:.1f} MiB) to {escape(str(source.folder))} "
                 f"in {source.cache.build_seconds:.1f} s (reused by later runs)", highlight=False)
         workload = _workload(source, spec, plan, torch_device, compile_timeout, log_every)
-        ctx = probe_context(torch_device, quick=quick)
+        ctx = probe_context(torch_device, quick=quick,
+                            model=build_model(workload.model_spec, workload.num_classes))
         with ConsoleReporter(err_console) as reporter:
             result = run_ladder(workload, ctx, selected=selected, reporter=reporter)
     ddp_record = None

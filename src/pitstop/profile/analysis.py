@@ -1,14 +1,18 @@
 """Captures and samples in, per-step breakdowns and per-rank summaries out (pure functions).
 
 A step is the time between two step boundaries (the first optimizer's ``step()``
-returning, or the API's ``prof.step()``; for loops without an optimizer, one
-DataLoader batch to the next). Its time is split into phases, each instant going
-to exactly one phase, the most specific one that covers it:
+returning; for loops without one, a ``backward()`` followed by a gradient reset; for
+loops without backward, one DataLoader batch to the next; the API's ``prof.step()``;
+see :mod:`pitstop.profile.recorder`). Its time is split into phases, each instant
+going to exactly one phase, the most specific one that covers it:
 
-    data > collective > h2d > optimizer > backward > forward > other
+    data > collective > h2d > backward > forward > optimizer > other
 
-so a host-to-device copy inside ``forward()`` counts as ``h2d``, and ``other`` is what
-the loop did outside every hooked call (logging, metrics, Python between calls).
+so a host-to-device copy inside ``forward()`` counts as ``h2d``, the forward and
+backward an LBFGS closure runs inside ``optimizer.step()`` count as forward and
+backward, and ``other`` is what the loop did outside every hooked call (its own input
+pipeline, logging, metrics, Python between calls; :mod:`pitstop.profile.attribution`
+says which, from the stack samples).
 """
 
 from __future__ import annotations
@@ -20,10 +24,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PHASES", "RankSummary", "Step", "merge_ranks", "steps_from_capture", "summarize_rank"]
+__all__ = [
+    "PHASES",
+    "RankSummary",
+    "Step",
+    "merge_ranks",
+    "phases_between",
+    "probe_step_index",
+    "steps_from_capture",
+    "summarize_rank",
+]
 
 PHASES = ("data", "collective", "h2d", "optimizer", "backward", "forward", "other")
-_PRIORITY = PHASES[:-1]
+#: Which phase owns an instant several intervals cover (the recorder tags by the same order).
+_PRIORITY = ("data", "collective", "h2d", "backward", "forward", "optimizer")
 
 
 @dataclass
@@ -103,26 +117,34 @@ def _exclusive_ms(per_kind: dict[str, list[tuple[int, int]]], lo: int, hi: int
 
 def _step_windows(cap: dict[str, Any]) -> list[tuple[int, int]]:
     boundaries: list[int] = list(cap.get("boundaries") or [])
-    mode = cap.get("boundary")
-    if mode in ("optimizer", "manual") and boundaries:
-        first = cap.get("start_ns")
-        if first is None:
-            first = cap.get("t0_ns")
-        first = min(first, boundaries[0]) if first is not None else boundaries[0]
-        starts = [first, *boundaries[:-1]]
-        return list(zip(starts, boundaries, strict=False))
-    if mode == "dataloader":
+    if not boundaries:
+        return []
+    if int(cap.get("schema", 1)) < 2 and cap.get("boundary") == "dataloader":
         data = sorted(cap.get("intervals", {}).get("data", []))
-        starts = [a for a, _ in data]
-        return list(itertools.pairwise(starts))
-    return []
+        return list(itertools.pairwise([a for a, _ in data]))
+    first = cap.get("start_ns")
+    if first is None:
+        first = cap.get("t0_ns")
+    first = min(first, boundaries[0]) if first is not None else boundaries[0]
+    starts = [first, *boundaries[:-1]]
+    return list(zip(starts, boundaries, strict=False))
+
+
+def probe_step_index(cap: dict[str, Any]) -> int | None:
+    """Index of the step the operator probe ran in (None when it did not run)."""
+    if not cap.get("probe"):
+        return None
+    if "probe_step" in cap:
+        return cap["probe_step"]
+    warmup = int(cap.get("warmup", 0))
+    return warmup - 2 if warmup >= 3 else None
 
 
 def steps_from_capture(cap: dict[str, Any]) -> list[Step]:
     """Every step of one process, with its phase breakdown, in order."""
     windows = _step_windows(cap)[: int(cap.get("warmup", 0)) + int(cap.get("steps", 0))]
     warmup = int(cap.get("warmup", 0))
-    probe_index = warmup - 2 if warmup >= 3 and cap.get("probe") else None
+    probe_index = probe_step_index(cap)
     kinds = {}
     for kind, ivs in (cap.get("intervals") or {}).items():
         srt = sorted((int(a), int(b)) for a, b in ivs)
@@ -142,10 +164,19 @@ def steps_from_capture(cap: dict[str, Any]) -> list[Step]:
             step.device_ms = device_ms[k]
         if cuda:
             step.syncs = int(syncs.get(str(i), 0))
-        if cap.get("boundary") in ("optimizer", "manual") and 1 <= i < len(cpu_marks) + 0:
+        if 1 <= i < len(cpu_marks):
             step.main_thread_cpu_ms = round((cpu_marks[i] - cpu_marks[i - 1]) / 1e6, 3)
         steps.append(step)
     return steps
+
+
+def phases_between(cap: dict[str, Any], lo: int, hi: int) -> dict[str, float]:
+    """Milliseconds of each phase in [lo, hi] of one capture (exclusive, by priority)."""
+    per_kind = {}
+    for kind, ivs in (cap.get("intervals") or {}).items():
+        srt = sorted((int(a), int(b)) for a, b in ivs)
+        per_kind[kind] = _clip_union(srt, [a for a, _ in srt], lo, hi)
+    return _exclusive_ms(per_kind, lo, hi)
 
 
 def _pct(values: list[float], q: float) -> float:

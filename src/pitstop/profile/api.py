@@ -24,12 +24,14 @@ class Profile:
     """Records ``warmup + steps`` steps; call :meth:`step` at the end of each training step."""
 
     def __init__(self, steps: int = 50, warmup: int = 5, out: str | os.PathLike[str] | None = "pitstop-profile",
-                 *, probe: bool = True, sample: bool = True, summary: bool = True) -> None:
+                 *, probe: bool = True, sample: bool = True, summary: bool = True,
+                 stacks: bool = True, precision_ab: bool = True) -> None:
         if steps < 1 or warmup < 0:
             raise ValueError("steps must be >= 1 and warmup >= 0")
         self.steps, self.warmup = steps, warmup
         self.out = Path(out) if out is not None else None
         self.probe, self.sample, self.summary = probe, sample, summary
+        self.stacks, self.precision_ab = stacks, precision_ab
         self.recorder: Recorder | None = None
         self.document: dict[str, Any] | None = None
         self._sampler: Any = None
@@ -42,6 +44,7 @@ class Profile:
     def __enter__(self) -> Profile:
         import torch
 
+        from pitstop.profile.contention import ContentionReader
         from pitstop.telemetry.sampler import Sampler, default_readers
 
         if self.out is not None:
@@ -49,11 +52,13 @@ class Profile:
             self.out.mkdir(parents=True, exist_ok=True)
         self._t0 = time.time()
         self.recorder = Recorder(steps=self.steps, warmup=self.warmup, capture_path=None,
-                                 boundary="manual", probe=self.probe)
+                                 boundary="manual", probe=self.probe, stacks=self.stacks,
+                                 precision_ab=self.precision_ab)
         self.recorder.install(torch)
         self._missing: dict[str, str] = {}
         if self.sample:
             readers, missing = default_readers([os.getpid()])
+            readers.append(ContentionReader([os.getpid()]))
             self._missing = {f"{k}_telemetry": v for k, v in missing.items()}
             self._sampler = Sampler(readers).start()
         return self

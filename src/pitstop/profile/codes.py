@@ -99,9 +99,11 @@ DOCS = (
         why="This is where a training loop should be. The remaining levers make each "
             "operator cheaper rather than keep the device fed.",
         example="forward+backward+optimizer 91 % of step time; 78 % of operator time in conv/matmul",
-        fix="Lower precision (bf16 autocast, `pitstop.train.TrainStep(precision=\"auto\")`), "
-            "`channels_last` for CNNs, `torch.compile`, a larger batch; `pitstop bench` measures each of these side by side on a "
-            "reference workload, then time your own run again with `pitstop profile`.",
+        fix="Lower precision where the profile measured it faster on this model (its fix list "
+            "quotes the in-process A/B: `bf16 autocast measured 1.31x here`), "
+            "`channels_last` when convolutions dominate, `torch.compile`, a larger batch; "
+            "`pitstop bench` measures each of these side by side on a reference workload, "
+            "then time your own run again with `pitstop profile`.",
         fix_safety="manual: precision changes numerics.",
         references=_PROFILE),
     CodeDoc(
@@ -114,7 +116,8 @@ DOCS = (
         why="Such operators read and write every byte for a few flops each: their speed is "
             "memory bandwidth, and each one makes a full round trip through memory.",
         example="matmul/conv 22 % of operator time; top: aten::add_, aten::mul, aten::copy_",
-        fix="Fuse with `torch.compile`; use bf16 (half the bytes); `channels_last`; a "
+        fix="Fuse with `torch.compile`; bf16 (half the bytes) where the profile's A/B measured it "
+            "faster; `channels_last` when the operators are convolutions; a "
             "`fused=True`/`foreach=True` optimizer; avoid needless `.contiguous()`/`.clone()`.",
         fix_safety="manual.",
         references=_PROFILE),
@@ -174,27 +177,87 @@ DOCS = (
     CodeDoc(
         code="PF011", name="no-steps-seen", title="No training step was seen",
         category="profile", severity=Severity.WARNING,
-        what="The script ran without a `torch.optim` optimizer step or DataLoader batch "
-             "in a process pitstop instrumented.",
-        why="Without step boundaries there is nothing to break down. Custom loops that "
-            "update weights by hand, or a run that failed before its first step, look like this.",
-        example="0 optimizer steps, 0 DataLoader batches",
-        fix="Profile with the API (`with pitstop.profile.profile() as prof: ... prof.step()`), "
-            "or check that the script trains (its exit status is shown).",
+        what="The script ran without a `torch.optim` optimizer step, a `backward()` call or "
+             "a DataLoader batch in a process pitstop instrumented, so there were no step "
+             "boundaries to measure between.",
+        why="Without step boundaries there is nothing to break down. A loop that never calls "
+            "`backward()` nor iterates a DataLoader (a hand-rolled data source feeding a "
+            "forward-only model), a run that failed before its first step, or a script run "
+            "with `python -S`/`-I` (no site, so no instrumentation) looks like this.",
+        example="0 optimizer steps, 0 backward() calls, 0 DataLoader batches",
+        fix="Mark the steps yourself with the API: `with pitstop.profile.profile() as prof:` "
+            "around the loop and `prof.step()` at the end of each step; or check that the "
+            "script trains (its exit status is shown).",
         fix_safety="manual.",
         references=()),
     CodeDoc(
         code="PF012", name="time-outside-training-calls", title="Much of the step is outside forward, backward and the optimizer",
         category="loop", severity=Severity.WARNING,
-        what=f"≥ {_p(v.OTHER_SHARE)} of the step is spent in none of the hooked calls (data, copies, "
-             "forward, backward, optimizer): Python in the loop itself.",
-        why="Logging, metric computation, per-step `.item()`, host-side bookkeeping or "
-            "unhooked model code make the step longer without training.",
-        example="other 41 % of step time",
-        fix="Log every N steps and keep metrics on the device (`pitstop.train.Metrics`); run "
-            "`pitstop lint` (its `sync` and logging rules).",
+        what=f"≥ {_p(v.OTHER_SHARE)} of the step is the loop's own Python: outside every hooked "
+             "call (data, copies, forward, backward, optimizer) and, where the stack samples "
+             "could tell, not an input pipeline, a functional model, an update rule, logging "
+             "or checkpointing. The finding names the call sites with file:line.",
+        why="Host-side bookkeeping, per-step metric computation or unhooked model code make "
+            "the step longer without training.",
+        example="other 41 % of step time; metrics (train.py:120) 30 %",
+        fix="Move work that need not run every step out of the loop; keep metrics on the "
+            "device (`pitstop.train.Metrics`); run `pitstop lint` (its `sync` and logging rules).",
         fix_safety="manual.",
         references=()),
+    CodeDoc(
+        code="PF013", name="cpu-contention", title="Processes outside the training take the CPUs it needs",
+        category="host", severity=Severity.PROBLEM,
+        what="During the measured steps, processes that are not part of the training job "
+             f"(neither the command nor its children) used ≥ {_p(v.FOREIGN_CORES_SHARE)} of the "
+             f"cores (and ≥ {v.FOREIGN_CORES_MIN} core), the host CPU was ≥ "
+             f"{v.HOST_BUSY_PCT:.0f} % busy, and the training's threads spent ≥ "
+             f"{_p(v.RUNQUEUE_WAIT_SHARE)} of their time runnable but waiting for a CPU "
+             "(`/proc/PID/task/TID/schedstat`; without it: the host ≥ "
+             f"{v.HOST_BUSY_NO_SCHEDSTAT_PCT:.0f} % busy). The verdict is `contention`; the "
+             "bottleneck the step's shares show is named too.",
+        why="Every part of the step runs slower when its threads wait for a core, and the "
+            "shares of the breakdown describe a machine that is not the one training "
+            "normally runs on. Parallel operators suffer most: one thread descheduled "
+            "holds up all the others at the next barrier.",
+        example="other processes use 1.1 of 2 cores (55 %): stress-ng (0.98 cores); the "
+                "training waited for a CPU 46 % of its time",
+        fix="Stop, pause or move the named processes; pin the training to cores they do not "
+            "use (taskset, cgroups); `nice` the others; use fewer intra-op threads "
+            "(`pitstop.train.use_training_threads`).",
+        fix_safety="manual: other people's processes are theirs.",
+        references=("https://docs.kernel.org/scheduler/sched-stats.html",)),
+    CodeDoc(
+        code="PF014", name="outside-step-work", title="Logging or checkpointing takes a large share of the loop",
+        category="loop", severity=Severity.WARNING,
+        what=f"The stack samples find ≥ {_p(v.OUTSIDE_SHARE)} of the loop's time in code that "
+             "logs, prints, plots or saves (it calls `logging`, `torch.save`, TensorBoard, "
+             "wandb, tqdm ..., or its line or name says so). That time is reported as outside "
+             "the step and left out of the shares the verdict is decided on.",
+        why="Logging and checkpointing every step cost time without training; a `.item()` or "
+            "`print(loss)` inside them also synchronises with the GPU.",
+        example="outside the step 18 %: save_checkpoint (train.py:210) calls torch.save",
+        fix="Log and save every N steps or in a background thread; keep running metrics on the "
+            "device (`pitstop.train.Metrics`) and read them when logging.",
+        fix_safety="manual.",
+        references=()),
+    CodeDoc(
+        code="PF015", name="input-pipeline-in-loop", title="The loop's own input pipeline holds up every step",
+        category="input", severity=Severity.PROBLEM,
+        what="Batches come from the loop's own code rather than a DataLoader (a `get_batch` "
+             "that slices an array, a generator, a custom prefetcher), and the stack samples "
+             f"find that code taking ≥ {_p(v.INPUT_WARN_SHARE)} of the step (input-bound at "
+             f"≥ {_p(v.INPUT_SHARE)}, with the DataLoader wait). The function is named with "
+             "file:line: the operator probe saw it make the tensors the model was then called "
+             "with, or it is an iterator/generator or is named like a batch source.",
+        why="Made in the training process between steps, every batch is waited for: the model "
+            "computes nothing meanwhile.",
+        example="get_batch (train.py:116) makes the batches in the training loop: 72 % of the step",
+        fix="Wrap the code in a `Dataset`/`IterableDataset` and iterate a DataLoader with "
+            "workers (`pitstop.train.loader`), or fill a queue from a background thread; "
+            "keep the data as one tensor or a memory-mapped array and slice it instead of "
+            "per-sample Python.",
+        fix_safety="manual: moving work to workers changes when its side effects run.",
+        references=_LOADER),
 )
 
 register(*DOCS)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -43,6 +42,7 @@ def profile(steps: int, warmup: int, out_dir: Path, as_json: bool, no_probe: boo
     from rich.markup import escape
 
     from pitstop.fileio import atomic_write_json, atomic_write_text
+    from pitstop.hostinfo.cpu import usable_cpus
     from pitstop.profile.launch import check_command, prepare_out_dir, run_instrumented
     from pitstop.profile.report import build_document, render_html, render_terminal
 
@@ -58,7 +58,7 @@ def profile(steps: int, warmup: int, out_dir: Path, as_json: bool, no_probe: boo
     doc = build_document(result.captures, result.samples, command=cmd, exit_code=result.exit_code,
                          steps=steps, warmup=warmup, not_measured=result.not_measured,
                          started_wall=result.started_wall, duration_s=result.duration_s,
-                         cpu_count=os.cpu_count())
+                         cpu_count=usable_cpus()[0])
     doc["notes"] = result.notes + doc["notes"]
     if not doc.get("ranks") and result.exit_code > 128:
         # The recorder writes its capture at exit or when the window is full; SIGKILL

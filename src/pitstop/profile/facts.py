@@ -7,7 +7,15 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from pitstop.profile.analysis import PHASES, RankSummary, find_stragglers, window_samples
+from pitstop.profile.analysis import (
+    PHASES,
+    RankSummary,
+    find_stragglers,
+    phases_between,
+    window_samples,
+)
+from pitstop.profile.attribution import attribute_other
+from pitstop.profile.contention import contention_facts
 
 __all__ = ["build_facts"]
 
@@ -71,35 +79,99 @@ def _round(v: float | None, nd: int) -> float | None:
     return None if v is None else round(v, nd)
 
 
+_COMPUTE = ("forward", "backward", "optimizer")
+_CONTENTION_MARGIN_NS = 1_000_000_000
+
+
 def _probe_facts(cap: dict[str, Any], rank: RankSummary) -> dict[str, Any] | None:
+    """The probe's figures over the compute phases of the probed step: operator time
+    against the time the step spent in forward/backward/optimizer (the probe's own cost
+    subtracted), so the loop's input pipeline or logging never counts as host overhead."""
     probe = cap.get("probe")
-    if not probe or "ops" not in probe:
+    if not probe or "phases" not in probe:
         return None
-    step = next((s for s in rank.steps if s.kind == "probe"), None)
-    if step is None:
+    lo, hi = probe.get("start_ns"), probe.get("end_ns")
+    if lo is None or hi is None or hi <= lo:
         return None
-    compute_us = (step.ms - step.phases_ms["data"] - step.phases_ms["collective"]) * 1000.0
-    if compute_us <= 0:
-        return None
-    ops_us = float(probe["ops_us"])
-    tiny = float(probe["tiny_ops_us"])
-    overhead = max(0.0, min(1.0, (compute_us - ops_us + tiny) / compute_us))
+    phases_ms = phases_between(cap, lo, hi)
+    comp = [probe["phases"].get(k) or {} for k in _COMPUTE]
+    ops = sum(int(c.get("ops", 0)) for c in comp)
+    ops_us = sum(float(c.get("ops_us", 0.0)) for c in comp)
+    tiny = sum(float(c.get("tiny_ops_us", 0.0)) for c in comp)
+    matmul = sum(float(c.get("matmul_us", 0.0)) for c in comp)
+    conv = sum(float(c.get("conv_us", 0.0)) for c in comp)
+    own = sum(float(c.get("overhead_us", 0.0)) for c in comp)
+    compute_us = sum(phases_ms[k] for k in _COMPUTE) * 1000.0 - own
+    all_ops = int(probe.get("ops", 0))
+    out: dict[str, Any] = {
+        "probe_step": cap.get("probe_step"),
+        "ops_per_step": all_ops,
+        "compute_ops_per_step": ops,
+        "budget_hit": probe.get("budget_hit"),
+        "top_ops": probe.get("top", []),
+        "probe_overhead_us": round(own, 1),
+    }
+    if compute_us <= 0 or ops == 0:
+        out.update({"host_overhead_share": None, "matmul_share_of_op_time": None,
+                    "conv_share_of_op_time": None, "probe_step_compute_ms": None,
+                    "op_us_mean": None, "tiny_op_share": None})
+        return out
     big = ops_us - tiny
-    out = {
-        "probe_step": step.index,
+    overhead = max(0.0, min(1.0, (compute_us - big) / compute_us))
+    basis = "wall (probed step)"
+    cpu_ops = sum(float(c.get("cpu_ops_us", 0.0)) for c in comp)
+    if cpu_ops > 0:
+        # Main-thread CPU time, which another process taking the core mid-step does not
+        # inflate. The real-work operators' CPU time is the probe's (an operator runs at
+        # full speed under the counting mode); the compute CPU time it is a share of is
+        # that of the measured steps, which ran without the mode (whose per-operator cost
+        # depends on each operator's arguments and cannot be subtracted exactly); the
+        # probed step's own gaps between operators are the fallback.
+        cpu_tiny = sum(float(c.get("cpu_tiny_ops_us", 0.0)) for c in comp)
+        cpu_gaps = sum(float(c.get("cpu_gaps_us", 0.0)) for c in comp)
+        cpu_big = cpu_ops - cpu_tiny
+        per_step = cap.get("compute_cpu_ns") or []
+        measured = [per_step[s.index] / 1e3 for s in rank.measured if s.index < len(per_step)]
+        measured = [v for v in measured if v > 0]
+        if measured:
+            cpu_total = statistics.median(measured)
+            basis = "main-thread CPU (measured steps)"
+        else:
+            cpu_total = cpu_ops + cpu_gaps
+            basis = "main-thread CPU (probed step)"
+        overhead = max(0.0, min(1.0, (cpu_total - cpu_big) / cpu_total)) if cpu_total > 0 else overhead
+        matmul = sum(float(c.get("cpu_matmul_us", 0.0)) for c in comp)
+        conv = sum(float(c.get("cpu_conv_us", 0.0)) for c in comp)
+        big, ops_us, tiny = cpu_big, cpu_ops, cpu_tiny
+    out.update({
         "probe_step_compute_ms": round(compute_us / 1000.0, 3),
-        "ops_per_step": int(probe["ops"]),
-        "op_us_mean": round(ops_us / probe["ops"], 2) if probe["ops"] else None,
+        "op_us_mean": round(ops_us / ops, 2),
         "tiny_op_share": round(tiny / ops_us, 3) if ops_us else None,
         "host_overhead_share": round(overhead, 3),
-        "matmul_share_of_op_time": round(float(probe["matmul_us"]) / big, 3) if big > 0 else None,
-        "top_ops": probe.get("top", []),
-    }
+        "matmul_share_of_op_time": round(matmul / big, 3) if big > 0 else None,
+        "conv_share_of_op_time": round(conv / ops_us, 3) if ops_us else None,
+        "time_basis": basis,
+    })
     if probe.get("kernels"):
         out["kernels_per_step"] = int(probe["kernels"])
         out["gpu_busy_share"] = round(min(1.0, float(probe["kernel_us"]) / compute_us), 3)
         kus = float(probe["kernel_us"]) or 1.0
         out["matmul_share_of_kernel_time"] = round(float(probe["kernel_matmul_us"]) / kus, 3)
+    return out
+
+
+def _other_facts(cap: dict[str, Any], rank: RankSummary, share: dict[str, float]
+                 ) -> dict[str, Any]:
+    """The ``other`` time split by what the stack samples saw the loop do."""
+    att = attribute_other(cap, [(s.start_ns, s.end_ns) for s in rank.measured])
+    if att is None:
+        return {}
+    out: dict[str, Any] = {"stack_samples": att["samples"], "other_samples": att["other_samples"]}
+    if att.get("split"):
+        other = share.get("other", 0.0)
+        out["other_split"] = {k: round(v * other, 4) for k, v in att["split"].items()}
+        out["other_sites"] = [{**site, "share_of_step": round(site["share_of_other"] * other, 4)}
+                              for site in att["sites"]]
     return out
 
 
@@ -143,8 +215,23 @@ def build_facts(caps: Sequence[dict[str, Any]], ranks: Sequence[RankSummary],
     facts["probe"] = _probe_facts(probe_cap, probe_rank) if probe_cap and probe_rank else None
     if facts["probe"] is None:
         err = (cap.get("probe") or {}).get("error")
-        facts["probe_missing"] = err or ("no warm-up step was profiled (needs --warmup 2 or more "
-                                         "and the script to reach it)")
+        warmup = int(cap.get("warmup", 0))
+        facts["probe_missing"] = err or (
+            "it needs --warmup 2 or more" if warmup < 2 else
+            f"the window ended before warm-up step {warmup - 1}, the probed one" if
+            len(main.steps) < warmup else "the probe did not run (see notes)")
+    facts["step_boundary"] = cap.get("boundary")
+    bps = [int(b) for b in cap.get("backwards_per_step") or [] if b]
+    if bps:
+        facts["backwards_per_step"] = statistics.median(bps)
+    facts["torch_threads"] = cap.get("torch_threads")
+    facts["autocast"] = bool(cap.get("autocast"))
+    if cap.get("precision_ab"):
+        facts["precision_ab"] = cap["precision_ab"]
+    facts.update(_other_facts(cap, main, share))
+    # Other processes are scanned every 0.5 s: a short window borrows the scans around it.
+    facts.update(contention_facts(window_samples(samples, start - _CONTENTION_MARGIN_NS,
+                                                 end + _CONTENTION_MARGIN_NS)))
     cuda = cap.get("cuda") or {}
     if cuda:
         syncs = [s.syncs or 0 for s in main.measured]

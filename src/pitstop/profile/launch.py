@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pitstop.errors import UsageError
+from pitstop.profile.contention import ContentionReader
 from pitstop.telemetry.sampler import Sampler, default_readers
 
 __all__ = ["RunResult", "check_command", "prepare_out_dir", "run_instrumented"]
@@ -116,6 +117,7 @@ def run_instrumented(command: Sequence[str], out_dir: Path, *, steps: int, warmu
     sampler: Sampler | None = None
     if sample:
         readers, missing = default_readers([proc.pid])
+        readers.append(ContentionReader([proc.pid]))
         not_measured.update({f"{k}_telemetry": v for k, v in missing.items()})
         sampler = Sampler(readers).start()
 

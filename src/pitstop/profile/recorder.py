@@ -1,25 +1,36 @@
 """The in-process recorder: timestamps of every step phase, taken inside the training process.
 
-What it hooks (all restored when the window ends, so the rest of the run pays nothing):
+What it hooks (see :mod:`pitstop.profile.hooks`; all restored when the window ends, so
+the rest of the run pays nothing): the DataLoader iterator's ``__next__`` (data wait),
+``torch.optim``'s global step hooks, ``Tensor.backward`` / ``torch.autograd.backward``,
+the outermost modules' forward, ``torch.distributed`` collectives and, on CUDA,
+host-to-device copies plus CUDA events and sync detection.
 
-- ``_BaseDataLoaderIter.__next__``: the time the loop waits for each batch (with or
-  without workers, the wait is what the training loop sees);
-- ``torch.optim``'s global optimizer step pre/post hooks: the optimizer step and the
-  step boundaries (the first optimizer that steps marks them; others count as
-  optimizer time, so a GAN's two optimizers make one step);
-- ``Tensor.backward`` / ``torch.autograd.backward``: backward time;
-- module forward pre/post hooks: the outermost module call, i.e. the forward. Global
-  hooks for the first step only, to find the outermost modules (the model, the loss);
-  from then on hooks on those modules alone, because global hooks put every module
-  call of a large model on PyTorch's slow path;
-- on CUDA, ``Tensor.to`` / ``Tensor.cuda`` from host memory: host-to-device copies, plus
-  CUDA events at step boundaries and sync detection (see :mod:`pitstop.profile.cuda_probe`);
-- one *probe* step under ``torch.profiler`` (during warm-up) that counts operators and
-  their durations, which tells host overhead from compute on any device.
+**Step boundaries**, from the first source a loop has, in this order:
 
-Recording is appending ``(start_ns, end_ns)`` to a list: well under a microsecond.
-Every hook is guarded: an error inside pitstop disables recording and is noted in the
-capture; it never reaches the user's code.
+1. ``optimizer``: the first ``torch.optim`` optimizer's ``step()`` returning (a GAN's
+   two optimizers make one step; an LBFGS closure's forward and backward run inside
+   the step and count as forward and backward);
+2. ``backward``: a ``backward()`` call after which the gradients were reset before the
+   next one (hand-written update rules); gradient accumulation, several backwards
+   without a reset, makes one step (:mod:`pitstop.profile.gradwatch`);
+3. ``dataloader``: a DataLoader batch, when batches follow each other without any
+   backward (inference loops);
+   (``closure``: when one optimizer step runs more closures than the whole window has
+   steps and more than :data:`CLOSURE_STEPS`, as LBFGS with ``max_iter=50000`` does in
+   physics-informed networks, each closure call is a step;)
+4. ``manual``: ``prof.step()`` of the API (which uses only that).
+
+A source seen later that ranks higher (an optimizer that first steps after many
+accumulation micro-steps) restarts the window with its boundaries.
+
+Besides the timeline it runs, in the same process: the operator probe over one warm-up
+step (:mod:`pitstop.profile.probe`, bounded memory), a sampler of the main thread's
+Python stack (:mod:`pitstop.profile.stacks`) that tells what the loop does between the
+hooked calls, and at the end of the window a short precision A/B of the model
+(:mod:`pitstop.profile.precision_ab`).
+
+Recording an interval is appending ``(start_ns, end_ns)`` to a list.
 """
 
 from __future__ import annotations
@@ -34,11 +45,23 @@ from collections.abc import Callable
 from typing import Any
 
 from pitstop.fileio import atomic_write_json
+from pitstop.profile import hooks
+from pitstop.profile.gradwatch import GradWatch
 
-__all__ = ["CAPTURE_SCHEMA", "KINDS", "Recorder"]
+__all__ = ["CAPTURE_SCHEMA", "KINDS", "PRIORITY", "Recorder"]
 
-CAPTURE_SCHEMA = 1
+CAPTURE_SCHEMA = 2
 KINDS = ("data", "h2d", "forward", "backward", "optimizer", "collective")
+#: Which phase an instant belongs to when several cover it (the closure of an LBFGS
+#: step is forward/backward, not optimizer; a copy inside forward is h2d).
+PRIORITY = ("data", "collective", "h2d", "backward", "forward", "optimizer")
+_COMPUTE = frozenset(("forward", "backward", "optimizer"))
+#: Backwards without a visible gradient reset after which each backward counts as a step.
+ACCUMULATION_LIMIT = 16
+#: Closure calls inside one optimizer step past which the closures are the steps (LBFGS
+#: evaluates up to 25 per step by default; fits that run it once with max_iter=50000 pass
+#: this at once).
+CLOSURE_STEPS = 64
 
 _now = time.monotonic_ns
 
@@ -51,71 +74,128 @@ def _env_int(name: str) -> int | None:
         return None
 
 
-def _compiling_fn(torch: Any) -> Any:
-    """``torch.compiler.is_compiling`` (constant-folded by dynamo), or a stand-in."""
-    return getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
-
-
 class Recorder:
     """Collects one process's step timeline for ``warmup + steps`` steps.
 
-    ``boundary`` is ``"optimizer"`` (steps end when the first optimizer's ``step()``
-    returns) or ``"manual"`` (only :meth:`mark_step` ends a step, for the API).
+    ``boundary`` is ``"auto"`` (the sources above) or ``"manual"`` (only
+    :meth:`mark_step` ends a step, for the API).
     """
 
     def __init__(self, *, steps: int, warmup: int, capture_path: str | None,
-                 boundary: str = "optimizer", probe: bool = True,
+                 boundary: str = "auto", probe: bool = True, stacks: bool = True,
+                 precision_ab: bool = True,
                  on_window_end: Callable[[Recorder], None] | None = None) -> None:
+        if boundary == "optimizer":  # the name this option had before the other sources
+            boundary = "auto"
         self.steps = steps
         self.warmup = warmup
         self.capture_path = capture_path
-        self.boundary_mode = boundary
+        self.manual = boundary == "manual"
+        self.mode: str | None = "manual" if self.manual else None
         self.want_probe = probe
+        self.want_stacks = stacks
+        self.want_ab = precision_ab
         self.on_window_end = on_window_end
         self.active = False
         self.finished = False
         self.written = False
+        self.status = "partial"
         self.t0_ns = _now()
         self.t0_wall = time.time()
+        self.start_ns: int | None = None
         self.boundaries: list[int] = []
         self.cpu_at_boundary: list[int] = []
+        #: per step: the main thread's CPU time inside forward/backward/optimizer
+        self.compute_cpu_ns: list[int] = []
+        self._compute_depth = 0
+        self._compute_c0 = 0
+        self._compute_cpu = 0
         self.intervals: dict[str, list[tuple[int, int]]] = {k: [] for k in KINDS}
+        self.depth: dict[str, int] = dict.fromkeys(PRIORITY, 0)
         self.h2d_bytes = 0
         self.worker_pids: set[int] = set()
         self.notes: list[str] = []
         self.not_measured: dict[str, str] = {}
         self.opt_steps = 0
         self.data_batches = 0
+        self.backward_calls = 0
         self.ddp_seen = False
-        self.device_types: set[str] = set()
+        self.autocast_seen = False
         self.probe_result: dict[str, Any] | None = None
+        self.probe_step: int | None = None
+        self.precision_ab_result: dict[str, Any] | None = None
         self.cuda: Any = None  # CudaProbe when on CUDA
+        self.loop_frames: dict[str, list[dict[str, Any]]] = {}
+        self.backwards_per_step: list[int] = []
+        self.mode_switches: list[str] = []
+        # hook state (hooks.py reads and writes these)
+        self.fwd_depth = 0
+        self.fwd_t0 = 0
+        self.fwd_hooks: tuple[Any, Any] | None = None
+        self.global_fwd_handles: list[Any] = []
+        self.undo: list[Callable[[], None]] = []
+        self.opt_handles: list[Any] = []
+        self.in_opt_hook = False
+        self._top_modules: dict[int, Any] = {}
+        self._modules: list[Any] = []
         self._first_opt: int | None = None
         self._opt_t0: int | None = None
-        self._fwd_depth = 0
-        self._fwd_t0 = 0
-        self._top_modules: dict[int, Any] = {}
-        self._global_fwd_handles: list[Any] = []
-        self._fwd_hooks: tuple[Any, Any] | None = None
-        self._undo: list[Callable[[], None]] = []
-        self._opt_handles: list[Any] = []
-        self._in_opt_hook = False
+        self._last_bwd_end: int | None = None
+        self._bwd_in_step = 0
+        self._accumulating = 0
+        self._closure_calls = 0
+        self._since_data = {"backward": 0, "optimizer": 0}
+        self._last_data_start: int | None = None
+        self._grad = GradWatch()
         self._probe: Any = None
-        # A probe starts and stops at step boundaries; its stop (and the profiler's
-        # teardown) lands in the next step, which must still be a warm-up step.
-        self._probe_step = (warmup - 2) if warmup >= 3 else None
+        self._probe_done = False
+        self._producer_probe: Any = None
+        self._last_forward: tuple[Any, Any] | None = None
+        self._stacks: Any = None
+        self.frames: Any = None  # FrameClassifier, made on first use
         self._torch: Any = None
         self._cuda_decided = False
         self._lock = threading.Lock()
         self.first_event_ns: int | None = None
         self.exit_info: dict[str, Any] | None = None
+        # The probed step is the last warm-up step: step 0 pays lazy initialisation.
+        self._probe_at = (warmup - 1) if warmup >= 2 else None
 
-    # ---- recording -------------------------------------------------------------
-    def _fail(self, where: str, err: BaseException) -> None:
-        self.notes.append(f"recording stopped: error in pitstop's {where} hook: "
-                          f"{type(err).__name__}: {err}")
-        self.active = False
-        self._uninstall()
+    # ---- phases -------------------------------------------------------------------
+    def current_phase(self) -> str:
+        """The phase the main thread is in now (what the probe and the sampler tag)."""
+        d = self.depth
+        for kind in PRIORITY:
+            if d[kind]:
+                return kind
+        return "other"
+
+    def enter(self, kind: str) -> None:
+        self.depth[kind] += 1
+        if kind in _COMPUTE:
+            self._compute_depth += 1
+            if self._compute_depth == 1:
+                self._compute_c0 = time.thread_time_ns()
+        if self._probe is not None and self._probe.should_pop() and not self.depth["backward"]:
+            self._probe.stop_early()
+            self.notes.append(f"operator probe: budget reached ({self._probe.budget_hit}); "
+                              "the figures cover the part of the step before that")
+
+    def leave(self, kind: str, t0: int, t1: int) -> None:
+        if self.depth[kind] > 0:
+            self.depth[kind] -= 1
+        if kind in _COMPUTE:
+            self._compute_left()
+        if self.depth[kind] == 0:
+            self.add(kind, t0, t1)
+
+    def _compute_left(self) -> None:
+        """Leaving forward/backward/optimizer: when no other of them is running, the main
+        thread's CPU time since the first one began is compute CPU of this step."""
+        if self._compute_depth > 0:
+            self._compute_depth -= 1
+            if self._compute_depth == 0:
+                self._compute_cpu += time.thread_time_ns() - self._compute_c0
 
     def add(self, kind: str, t0: int, t1: int) -> None:
         if self.active:
@@ -123,81 +203,269 @@ class Recorder:
                 self.first_event_ns = t0
             self.intervals[kind].append((t0, t1))
 
+    def fail(self, where: str, err: BaseException) -> None:
+        self.notes.append(f"recording stopped: error in pitstop's {where} hook: "
+                          f"{type(err).__name__}: {err}")
+        self.active = False
+        self._stop_helpers()
+        self._uninstall()
+
+    # ---- boundary sources -----------------------------------------------------------
+    def _loop_frame(self, kind: str) -> None:
+        """Remember (once) the user's frames that call step()/backward()/forward()/next(),
+        innermost first: the training loop, from which the stack sampler names the calls
+        it makes (see :func:`pitstop.profile.attribution.call_site`)."""
+        if kind in self.loop_frames:
+            return
+        if self.frames is None:
+            from pitstop.profile.frames import FrameClassifier
+
+            self.frames = FrameClassifier()
+        from pitstop.profile.frames import frame_dict
+
+        user, _lib = self.frames.chain(sys._getframe(2))
+        if user:
+            self.loop_frames[kind] = [frame_dict(c, ln) for c, ln in user]
+
+    def on_optimizer_pre(self, opt: Any) -> None:
+        self.enter("optimizer")
+        self._opt_t0 = _now()
+        if self._first_opt is None:
+            self._first_opt = id(opt)
+        if id(opt) == self._first_opt:
+            self._closure_calls = 0
+        self._loop_frame("optimizer")
+        if not self.manual and self.mode not in ("optimizer", "closure"):
+            self._switch("optimizer")
+
+    def on_optimizer_post(self, opt: Any) -> None:
+        if self.depth["optimizer"] > 0:
+            self.depth["optimizer"] -= 1
+            self._compute_left()
+        t1 = _now()
+        if self._opt_t0 is not None and self.depth["optimizer"] == 0:
+            self.add("optimizer", self._opt_t0, t1)
+            self._opt_t0 = None
+        self._since_data["optimizer"] += 1
+        if id(opt) == self._first_opt:
+            self.opt_steps += 1
+            if self.mode == "optimizer":
+                self.backwards_per_step.append(self._bwd_in_step)
+                self._bwd_in_step = 0
+                self._boundary(t1)
+
+    def on_backward_start(self, args: Any) -> None:
+        self._loop_frame("backward")
+        if self.depth["optimizer"] or self.mode not in (None, "backward", "dataloader"):
+            return
+        if self._last_bwd_end is None:
+            return
+        with self._probe_paused():
+            reset = self._grad.was_reset()
+        if reset is None:
+            reset = not self._grad.available or None
+        if reset:
+            self._accumulating = 0
+            if self.mode != "backward":
+                self._switch("backward")
+            self.backwards_per_step.append(self._bwd_in_step)
+            self._bwd_in_step = 0
+            self._boundary(self._last_bwd_end)
+        else:
+            self._accumulating += 1
+            if self._accumulating >= ACCUMULATION_LIMIT and self.mode is None:
+                self.notes.append(f"{ACCUMULATION_LIMIT} backward() calls without a visible "
+                                  "gradient reset and no optimizer: each backward() is counted "
+                                  "as one step")
+                self._grad.available = False
+                self._switch("backward")
+
+    def on_backward_end(self, args: Any, t1: int) -> None:
+        self.backward_calls += 1
+        self._since_data["backward"] += 1
+        self._bwd_in_step += 1
+        if self.depth["optimizer"]:
+            self._closure_calls += 1
+            if self.mode == "optimizer" and self._closure_calls > max(CLOSURE_STEPS, self.warmup + self.steps):
+                # One optimizer step holds more closure calls than the whole window
+                # (LBFGS with max_iter=50000, as PINNs run it): the closures are the steps.
+                self.notes.append(f"one optimizer step ran {self._closure_calls - 1} closures: "
+                                  "each closure call (forward + backward) is counted as a step")
+                self._switch("closure")
+            if self.mode == "closure":
+                self.backwards_per_step.append(1)
+                self._bwd_in_step = 0
+                self._boundary(t1)
+            return
+        self._last_bwd_end = t1
+        if self.mode in ("optimizer", "closure", "manual"):
+            return  # steps come from the optimizer (or the API): no gradient watch needed
+        with self._probe_paused():
+            self._grad.pick(self._modules or list(self._top_modules.values()), args[:1])
+            self._grad.remember()
+
+    def on_data_start(self, t0: int) -> None:
+        if self.first_event_ns is None:
+            self.first_event_ns = t0
+        self._loop_frame("data")
+        if self.mode is None and self._last_data_start is not None and \
+                not any(self._since_data.values()):
+            self._switch("dataloader")
+            self.start_ns = self._last_data_start
+        if self.mode == "dataloader":
+            self._boundary(t0)
+        self._last_data_start = t0
+        self._since_data = {"backward": 0, "optimizer": 0}
+
+    def on_forward_start(self, module: Any, args: Any) -> None:
+        if self.global_fwd_handles:
+            self._top_modules.setdefault(id(module), module)
+        if not self.autocast_seen and len(self.boundaries) <= self.warmup:
+            # a loop's autocast use is the same every step: the warm-up steps tell
+            with contextlib.suppress(Exception):
+                torch = self._torch
+                self.autocast_seen = any(bool(torch.is_autocast_enabled(dev))
+                                         for dev in ("cpu", "cuda"))
+        self._loop_frame("forward")
+        if self._producer_probe is not None:
+            probe = self._producer_probe
+            probe.note_forward_inputs(args, None)
+            if probe is not self._probe:  # the probed step is over: one match was enough
+                probe.forget_producers()
+                self._producer_probe = None
+        if self.want_ab and self.depth["backward"] == 0:
+            self._last_forward = (module, args)
+
     def mark_step(self) -> None:
-        """End the current step (called by the optimizer hook or by the API's ``step()``)."""
+        """End the current step (the API's ``prof.step()``)."""
+        if self.active:
+            self._boundary(_now())
+
+    def _switch(self, mode: str) -> None:
+        """Take ``mode``'s boundaries from now on; steps counted so far are dropped."""
+        old = self.mode
+        self.mode = mode
+        if not self.boundaries:
+            return
+        self.mode_switches.append(f"{old} -> {mode} after {len(self.boundaries)} steps")
+        self.notes.append(f"step boundaries: {mode} steps seen after {len(self.boundaries)} "
+                          f"{old} steps; the window restarted on {mode} steps")
+        self.boundaries = []
+        self.cpu_at_boundary = []
+        self.compute_cpu_ns = []
+        self.backwards_per_step = []
+        self.start_ns = None
+        if self._probe is not None:
+            self._probe.abandon()
+            self._probe = None
+        self._producer_probe = None
+        self.probe_result = None
+        self.probe_step = None
+        self._probe_done = False
+
+    # ---- step boundaries ----------------------------------------------------------------
+    def _boundary(self, t: int) -> None:
         if not self.active:
             return
-        t = _now()
-        if self.first_event_ns is None:
-            self.first_event_ns = self.t0_ns
+        if self.start_ns is None:
+            if self.boundaries or self.mode_switches:
+                # First boundary after a restart: it starts step 0.
+                self.start_ns = t
+                return
+            self.start_ns = self.first_event_ns if self.first_event_ns is not None else self.t0_ns
+            self.start_ns = min(self.start_ns, t)
         self.boundaries.append(t)
         self.cpu_at_boundary.append(time.thread_time_ns())
-        self._fwd_depth = 0
+        self.compute_cpu_ns.append(self._compute_cpu)
+        self._compute_cpu = 0
+        self.fwd_depth = 0
         n = len(self.boundaries)
-        if self._global_fwd_handles and self._top_modules:
-            self._narrow_forward_hooks()
+        if self.global_fwd_handles and self._top_modules:
+            self.narrow_forward_hooks()
         if not self._cuda_decided:
             self._decide_cuda(n)
         if self.cuda is not None:
             self.cuda.on_boundary(n)
         if self.want_probe:
-            self._probe_boundary(n)
+            self._probe_boundary(n, t)
+        if self.want_ab and n == (self._probe_at or 1):
+            # Imported in a warm-up step (the probed one when there is a probe), so that
+            # the window's last step does not pay for it.
+            with contextlib.suppress(Exception):
+                import pitstop.profile.precision_ab
+                import pitstop.train.precision  # noqa: F401
+        if n == max(1, self.warmup) and self._stacks is not None:
+            self._stacks.fit_interval(self._step_ms_so_far() * self.steps)
         if n >= self.warmup + self.steps:
             self.finish("complete")
 
-    # ---- probe step (torch.profiler over one step) -------------------------------
-    def _probe_boundary(self, n: int) -> None:
-        # Boundary n starts step index n; the probe covers step _probe_step.
-        from pitstop.profile import probe
+    def _step_ms_so_far(self) -> float:
+        """Median duration of the steps so far, step 0 (lazy initialisation) and the
+        probed step (counting mode: many times slower) left out."""
+        b = self.boundaries
+        starts = [self.start_ns if self.start_ns is not None else b[0], *b[:-1]]
+        ms = sorted((e - a) / 1e6 for i, (a, e) in enumerate(zip(starts, b, strict=False))
+                    if i != 0 and i != self._probe_at) or [(b[-1] - starts[0]) / 1e6]
+        return ms[len(ms) // 2]
 
-        if self._probe is None and self._probe_step is not None and n == self._probe_step:
-            self._probe = probe.OpProbe(cuda=self.cuda is not None)
+    def _probe_boundary(self, n: int, t: int) -> None:
+        """Boundary ``n`` ends step ``n-1`` and starts step ``n``; the probe covers step
+        ``_probe_at`` (from now to the next boundary)."""
+        from pitstop.profile import probe as probe_mod
+
+        if self._probe is None and not self._probe_done and n == self._probe_at:
+            params: set[int] = set()
+            for m in self._modules:
+                with contextlib.suppress(Exception):
+                    params.update(int(p.untyped_storage().data_ptr()) for p in m.parameters())
+            self._probe = probe_mod.OpProbe(cuda=self.cuda is not None,
+                                            phase_of=self.current_phase, param_storages=params,
+                                            max_ops=_env_int(probe_mod.MAX_OPS_ENV) or probe_mod.MAX_OPS)
+            self._probe_t0 = _now()
             if not self._probe.start():
                 self.notes.append(f"operator probe not run: {self._probe.error}")
-                self.want_probe = False
                 self._probe = None
-        elif self._probe is not None and n == (self._probe_step or 0) + 1:
-            self._probe.stop(self.boundaries[-2] if len(self.boundaries) >= 2 else self.t0_ns,
-                             self.boundaries[-1])
-            self.want_probe = False
+                self._probe_done = True
+                return
+            self.probe_step = n
+            self._producer_probe = self._probe
+        elif self._probe is not None and n == (self._probe_at or 0) + 1:
+            self._probe.stop(self._probe_t0, _now())
+            self.probe_result = self._probe.result()
+            self._probe = None
+            self._probe_done = True
 
-    # ---- install / uninstall ---------------------------------------------------
+    @contextlib.contextmanager
+    def _probe_paused(self) -> Any:
+        probe = self._probe
+        was = bool(probe is not None and probe.recording)
+        if was:
+            probe.recording = False
+        try:
+            yield
+        finally:
+            if was:
+                probe.recording = True
+
+    # ---- install / uninstall ---------------------------------------------------------------
     def install(self, torch: Any) -> None:
         """Hook into an imported torch. Safe to call once per process."""
         self.active = True
-        try:
-            self._install_dataloader(torch)
-        except Exception as err:
-            self.not_measured["data_wait"] = f"could not hook the DataLoader: {err}"
-        if self.boundary_mode == "optimizer":
-            try:
-                self._install_optimizer(torch)
-            except Exception as err:
-                self.not_measured["optimizer"] = f"no global optimizer hooks in this torch: {err}"
-        else:
-            try:
-                self._install_optimizer(torch, boundaries=False)
-            except Exception as err:
-                self.not_measured["optimizer"] = f"no global optimizer hooks in this torch: {err}"
-        try:
-            self._install_backward(torch)
-        except Exception as err:
-            self.not_measured["backward"] = f"could not hook backward: {err}"
-        try:
-            self._install_forward(torch)
-        except Exception as err:
-            self.not_measured["forward"] = f"could not hook module forward: {err}"
-        try:
-            self._install_collectives(torch)
-        except Exception as err:
-            self.notes.append(f"collectives not timed: {err}")
+        self._torch = torch
+        hooks.install_all(self, torch, boundaries=not self.manual)
         # CUDA is not touched here: initialising it now would freeze the devices before
         # the script sets CUDA_VISIBLE_DEVICES, and fork-started workers would inherit
         # a CUDA context. The script's own first CUDA use is awaited (_decide_cuda).
-        self._torch = torch
-        if self.want_probe and self._probe_step is None:
-            self.not_measured["host_overhead"] = ("operator probe not run: it needs --warmup 3 "
+        if self.want_probe and self._probe_at is None:
+            self.not_measured["host_overhead"] = ("operator probe not run: it needs --warmup 2 "
                                                   "or more")
+        if self.want_stacks:
+            try:
+                from pitstop.profile.stacks import StackSampler
+
+                self._stacks = StackSampler(self).start()
+            except Exception as err:
+                self.not_measured["python_stacks"] = f"stack sampler not started: {err}"
 
     def _decide_cuda(self, n: int) -> None:
         """At a step boundary: has the script started using CUDA? Then instrument it."""
@@ -212,7 +480,7 @@ class Recorder:
                 from pitstop.profile.cuda_probe import CudaProbe
 
                 self.cuda = CudaProbe(torch, self, first_boundary=n)
-                self._install_h2d(torch)
+                hooks.install_h2d(self, torch)
             except Exception as err:
                 self.not_measured["cuda"] = f"CUDA instrumentation failed: {err}"
                 self.cuda = None
@@ -227,154 +495,14 @@ class Recorder:
             for key in ("gpu_busy", "syncs", "h2d"):
                 self.not_measured[key] = reason
 
-    def _uninstall(self) -> None:
-        undo, self._undo = self._undo, []
-        for fn in reversed(undo):
-            with contextlib.suppress(Exception):
-                fn()
-        # The window usually ends inside our optimizer post-hook, while torch iterates
-        # the dict of global hooks: removing entries then could break the iteration for
-        # a hook registered after ours. Left in place they cost two calls that return at
-        # once (``active`` is False); a later uninstall outside the hook removes them.
-        if not self._in_opt_hook:
-            handles, self._opt_handles = self._opt_handles, []
-            for h in handles:
-                with contextlib.suppress(Exception):
-                    h.remove()
-
-    def _patch(self, owner: Any, name: str, wrapper: Any) -> None:
-        own = name in getattr(owner, "__dict__", {})
-        original = owner.__dict__[name] if own else None
-        setattr(owner, name, wrapper)
-        if own:
-            self._undo.append(lambda: setattr(owner, name, original))
-        else:  # inherited (e.g. Tensor.to from TensorBase): drop the override
-            self._undo.append(lambda: delattr(owner, name))
-
-    def _install_dataloader(self, torch: Any) -> None:
-        from torch.utils.data import dataloader as dl
-
-        cls = dl._BaseDataLoaderIter
-        orig_next = cls.__next__
-        rec = self
-
-        def __next__(it: Any) -> Any:
-            t0 = _now()
-            try:
-                return orig_next(it)
-            finally:
-                t1 = _now()
-                if rec.active:
-                    rec.intervals["data"].append((t0, t1))
-                    rec.data_batches += 1
-                    if rec.first_event_ns is None:
-                        rec.first_event_ns = t0
-                    workers = it.__dict__.get("_workers")
-                    if workers and not it.__dict__.get("_pitstop_seen"):
-                        it.__dict__["_pitstop_seen"] = True
-                        for w in workers:
-                            if w.pid:
-                                rec.worker_pids.add(int(w.pid))
-
-        self._patch(cls, "__next__", __next__)
-
-    def _install_optimizer(self, torch: Any, *, boundaries: bool = True) -> None:
-        from torch.optim import optimizer as opt_mod
-
-        rec = self
-
-        def pre(opt: Any, args: Any, kwargs: Any) -> None:
-            if rec.active:
-                rec._opt_t0 = _now()
-
-        def post(opt: Any, args: Any, kwargs: Any) -> None:
-            if not rec.active:
-                return
-            rec._in_opt_hook = True
-            try:
-                t1 = _now()
-                if rec._opt_t0 is not None:
-                    rec.add("optimizer", rec._opt_t0, t1)
-                    rec._opt_t0 = None
-                if rec._first_opt is None:
-                    rec._first_opt = id(opt)
-                if id(opt) == rec._first_opt:
-                    rec.opt_steps += 1
-                    if boundaries:
-                        rec.mark_step()
-            except Exception as err:
-                rec._fail("optimizer", err)
-            finally:
-                rec._in_opt_hook = False
-
-        h1 = opt_mod.register_optimizer_step_pre_hook(pre)
-        h2 = opt_mod.register_optimizer_step_post_hook(post)
-        self._opt_handles = [h1, h2]
-
-    def _install_backward(self, torch: Any) -> None:
-        rec = self
-        for owner, name in ((torch.Tensor, "backward"), (torch.autograd, "backward")):
-            orig = getattr(owner, name)
-
-            def wrapped(*args: Any, __orig: Any = orig, **kwargs: Any) -> Any:
-                t0 = _now()
-                try:
-                    return __orig(*args, **kwargs)
-                finally:
-                    if rec.active:
-                        rec.add("backward", t0, _now())
-
-            wrapped.__doc__ = orig.__doc__
-            wrapped.__name__ = getattr(orig, "__name__", name)
-            wrapped.__wrapped__ = orig  # type: ignore[attr-defined]
-            self._patch(owner, name, wrapped)
-
-    def _install_forward(self, torch: Any) -> None:
-        from torch.nn.modules import module as mod
-
-        rec = self
-        compiling = _compiling_fn(torch)
-        ddp_cls: Any = None
-        with contextlib.suppress(Exception):
-            from torch.nn.parallel import DistributedDataParallel as ddp_cls
-
-        def pre(module: Any, args: Any) -> None:
-            if compiling() or not rec.active:
-                return
-            if rec._fwd_depth == 0:
-                rec._fwd_t0 = _now()
-                if rec._global_fwd_handles:
-                    rec._top_modules.setdefault(id(module), module)
-                if ddp_cls is not None and not rec.ddp_seen and isinstance(module, ddp_cls):
-                    rec.ddp_seen = True
-            rec._fwd_depth += 1
-
-        def post(module: Any, args: Any, output: Any) -> None:
-            if compiling() or not rec.active:
-                return
-            if rec._fwd_depth > 0:
-                rec._fwd_depth -= 1
-                if rec._fwd_depth == 0:
-                    rec.add("forward", rec._fwd_t0, _now())
-
-        self._fwd_hooks = (pre, post)
-        h1 = mod.register_module_forward_pre_hook(pre)
-        try:
-            h2 = mod.register_module_forward_hook(post, always_call=True)
-        except TypeError:  # torch < 2.1
-            h2 = mod.register_module_forward_hook(post)
-        self._global_fwd_handles = [h1, h2]
-        self._undo.append(h1.remove)
-        self._undo.append(h2.remove)
-
-    def _narrow_forward_hooks(self) -> None:
+    def narrow_forward_hooks(self) -> None:
         """Swap the global forward hooks for hooks on the outermost modules seen so far."""
-        for h in self._global_fwd_handles:
+        for h in self.global_fwd_handles:
             h.remove()
-        self._global_fwd_handles = []
-        if self._fwd_hooks is None:
+        self.global_fwd_handles = []
+        if self.fwd_hooks is None:
             return
-        pre, post = self._fwd_hooks
+        pre, post = self.fwd_hooks
         for module in self._top_modules.values():
             try:
                 h1 = module.register_forward_pre_hook(pre)
@@ -385,60 +513,45 @@ class Recorder:
             except Exception as err:
                 self.notes.append(f"forward of {type(module).__name__} not timed: {err}")
                 continue
-            self._undo.append(h1.remove)
-            self._undo.append(h2.remove)
+            self._modules.append(module)
+            self.undo.append(h1.remove)
+            self.undo.append(h2.remove)
         self._top_modules = {}
 
-    def _install_collectives(self, torch: Any) -> None:
-        import torch.distributed as dist
+    def _uninstall(self) -> None:
+        undo, self.undo = self.undo, []
+        for fn in reversed(undo):
+            with contextlib.suppress(Exception):
+                fn()
+        # The window usually ends inside our optimizer post-hook, while torch iterates
+        # the dict of global hooks: removing entries then could break the iteration for
+        # a hook registered after ours. Left in place they cost two calls that return at
+        # once (``active`` is False); a later uninstall outside the hook removes them.
+        if not self.in_opt_hook:
+            handles, self.opt_handles = self.opt_handles, []
+            for h in handles:
+                with contextlib.suppress(Exception):
+                    h.remove()
 
-        if not dist.is_available():
-            return
-        rec = self
-        compiling = _compiling_fn(torch)
-        for name in ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-                     "reduce_scatter_tensor", "broadcast", "barrier", "reduce", "all_to_all",
-                     "all_to_all_single", "gather", "scatter"):
-            orig = getattr(dist, name, None)
-            if orig is None:
-                continue
+    def patch(self, owner: Any, name: str, wrapper: Any) -> None:
+        own = name in getattr(owner, "__dict__", {})
+        original = owner.__dict__[name] if own else None
+        setattr(owner, name, wrapper)
+        if own:
+            self.undo.append(lambda: setattr(owner, name, original))
+        else:  # inherited (e.g. Tensor.to from TensorBase): drop the override
+            self.undo.append(lambda: delattr(owner, name))
 
-            def wrapped(*args: Any, __orig: Any = orig, **kwargs: Any) -> Any:
-                if compiling():
-                    return __orig(*args, **kwargs)
-                t0 = _now()
-                try:
-                    return __orig(*args, **kwargs)
-                finally:
-                    if rec.active and not kwargs.get("async_op"):
-                        rec.add("collective", t0, _now())
+    def _stop_helpers(self) -> None:
+        if self._probe is not None:
+            self._probe.abandon()
+            self.probe_result = self._probe.result()
+            self._probe = None
+        self._producer_probe = None
+        if self._stacks is not None:
+            self._stacks.stop()
 
-            wrapped.__doc__ = orig.__doc__
-            wrapped.__name__ = name
-            wrapped.__wrapped__ = orig  # type: ignore[attr-defined]
-            self._patch(dist, name, wrapped)
-
-    def _install_h2d(self, torch: Any) -> None:
-        rec = self
-        compiling = _compiling_fn(torch)
-        for name in ("to", "cuda"):
-            orig = getattr(torch.Tensor, name)
-
-            def wrapped(t: Any, *args: Any, __orig: Any = orig, **kwargs: Any) -> Any:
-                if compiling():  # traced by torch.compile: stay invisible to it
-                    return __orig(t, *args, **kwargs)
-                t0 = _now()
-                out = __orig(t, *args, **kwargs)
-                if rec.active and out is not t and out.is_cuda and not t.is_cuda:
-                    rec.add("h2d", t0, _now())
-                    rec.h2d_bytes += t.numel() * t.element_size()
-                return out
-
-            wrapped.__doc__ = orig.__doc__
-            wrapped.__name__ = name
-            self._patch(torch.Tensor, name, wrapped)
-
-    # ---- end of window / process -----------------------------------------------
+    # ---- end of window / process -----------------------------------------------------------
     def finish(self, status: str, exit_info: dict[str, Any] | None = None) -> None:
         """Stop recording, undo every hook and write the capture (once)."""
         with self._lock:
@@ -447,27 +560,38 @@ class Recorder:
             self.finished = True
         self.active = False
         self._uninstall()
+        self._stop_helpers()
         if exit_info:
             self.exit_info = exit_info
-        if self._probe is not None and self.probe_result is None:
-            self._probe.abandon()
-        if self._probe is not None:
-            self.probe_result = self._probe.result()
         if self.cuda is not None:
             try:
                 self.cuda.finish()
             except Exception as err:
                 self.notes.append(f"CUDA timings lost: {err}")
         self.status = status
+        if status == "complete" and self.want_ab:
+            self._precision_ab()
+        self._last_forward = None
         if self.capture_path:
             self.write()
         if self.on_window_end is not None:
             self.on_window_end(self)
 
+    def _precision_ab(self) -> None:
+        try:
+            from pitstop.profile.precision_ab import run_ab
+
+            self.precision_ab_result = run_ab(self._torch, self._last_forward, self)
+        except Exception as err:
+            self.precision_ab_result = {"skipped": f"error: {type(err).__name__}: {err}"}
+
     def capture(self) -> dict[str, Any]:
         """The JSON-able record of this process (see :mod:`pitstop.profile.analysis`)."""
-        status = getattr(self, "status", "partial")
-        doc: dict[str, Any] = {
+        torch = self._torch
+        threads = None
+        with contextlib.suppress(Exception):
+            threads = int(torch.get_num_threads()) if torch is not None else None
+        return {
             "schema": CAPTURE_SCHEMA,
             "pid": os.getpid(),
             "ppid": os.getppid(),
@@ -480,25 +604,33 @@ class Recorder:
             "t0_wall": self.t0_wall,
             "warmup": self.warmup,
             "steps": self.steps,
-            "status": status,
+            "status": self.status,
             "exit": self.exit_info,
-            "boundary": self.boundary_mode if self.opt_steps or self.boundary_mode == "manual"
-            else ("dataloader" if self.data_batches else "none"),
-            "start_ns": self.first_event_ns,
+            "boundary": self.mode or "none",
+            "mode_switches": self.mode_switches,
+            "start_ns": self.start_ns,
             "boundaries": self.boundaries,
             "main_thread_cpu_ns": self.cpu_at_boundary,
+            "compute_cpu_ns": self.compute_cpu_ns,
             "intervals": {k: [list(iv) for iv in v] for k, v in self.intervals.items()},
             "h2d_bytes": self.h2d_bytes,
             "worker_pids": sorted(self.worker_pids),
             "opt_steps": self.opt_steps,
+            "backward_calls": self.backward_calls,
+            "backwards_per_step": self.backwards_per_step,
             "data_batches": self.data_batches,
             "ddp": self.ddp_seen,
+            "autocast": self.autocast_seen,
+            "torch_threads": threads,
             "probe": self.probe_result,
+            "probe_step": self.probe_step,
+            "stacks": self._stacks.export() if self._stacks is not None else None,
+            "loop_frames": self.loop_frames,
+            "precision_ab": self.precision_ab_result,
             "cuda": self.cuda.result() if self.cuda is not None else None,
             "not_measured": self.not_measured,
             "notes": self.notes,
         }
-        return doc
 
     def has_anything(self) -> bool:
         return bool(self.boundaries or self.data_batches or any(self.intervals.values()))

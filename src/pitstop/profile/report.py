@@ -15,6 +15,7 @@ from html import escape
 from typing import Any
 
 from pitstop.findings import sorted_findings
+from pitstop.hostinfo.cpu import usable_cpus
 from pitstop.profile.analysis import PHASES, merge_ranks, window_samples
 from pitstop.profile.facts import build_facts
 from pitstop.profile.svg import PALETTE, line_chart, stacked_bars
@@ -32,7 +33,7 @@ def build_document(caps: Sequence[dict[str, Any]], samples: list[dict[str, Any]]
                    duration_s: float | None = None, cpu_count: int | None = None) -> dict[str, Any]:
     """Everything pitstop learned from one run, JSON-able."""
     ranks = merge_ranks(caps)
-    facts = build_facts(caps, ranks, samples, cpu_count=cpu_count or os.cpu_count())
+    facts = build_facts(caps, ranks, samples, cpu_count=cpu_count or usable_cpus()[0])
     verdict = decide(facts)
     missing: dict[str, str] = dict(not_measured or {})
     notes: list[str] = []
@@ -45,8 +46,12 @@ def build_document(caps: Sequence[dict[str, Any]], samples: list[dict[str, Any]]
         notes += r.notes
     if facts.get("probe_missing"):
         missing.setdefault("host_overhead", f"operator probe: {facts['probe_missing']}")
-    statuses = {c.get("status") for c in caps}
+    # Processes without steps (a launcher, a helper that touched a DataLoader) have no
+    # window to complete; the status is the ranks'.
+    rank_pids = {r.pid for r in ranks}
+    statuses = {c.get("status") for c in caps if int(c.get("pid", 0)) in rank_pids}
     status = "complete" if ranks and statuses == {"complete"} else "partial"
+    notes += verdict.notes
     exits = [c.get("exit") for c in caps if c.get("exit")]
     if ranks:
         lo = min(s.start_ns for r in ranks for s in r.steps) / 1e9 - _SAMPLE_MARGIN_S
@@ -81,6 +86,12 @@ def build_document(caps: Sequence[dict[str, Any]], samples: list[dict[str, Any]]
 # ---- terminal ------------------------------------------------------------------------
 _VERDICT_STYLE = {"input-bound": "bold red", "io-bound": "bold red", "host-bound": "bold yellow",
                   "memory-bound": "bold yellow", "compute-bound": "bold green", "unknown": "bold"}
+
+
+_BOUNDARY_WORDS = {
+    "backward": "each backward() after a gradient reset ends a step (no torch.optim optimizer)",
+    "dataloader": "each DataLoader batch is a step (no backward() seen)",
+}
 
 
 def _fmt_ms(v: float) -> str:
@@ -140,15 +151,23 @@ def render_terminal(doc: dict[str, Any], console: Any, *, out_dir: str | None = 
     if ranks:
         r0 = ranks[0]
         sm = r0["step_ms"]
+        mean = sum(r0["phase_ms_mean"].values())
         rows.add_row("step time", f"median {_fmt_ms(sm['median'])} (p10 {_fmt_ms(sm['p10'])}, "
-                                  f"p90 {_fmt_ms(sm['p90'])})")
+                                  f"p90 {_fmt_ms(sm['p90'])}; mean {_fmt_ms(mean)})")
         parts = []
         for p in PHASES:
             ms = r0["phase_ms_mean"].get(p, 0.0)
             share = r0["phase_share"].get(p, 0.0)
             if ms > 0:
                 parts.append(f"{p} {_fmt_ms(ms)} ({100 * share:.0f}%)")
-        rows.add_row("breakdown", " | ".join(parts))
+        rows.add_row("breakdown", "mean per step: " + " | ".join(parts))
+        sites = facts.get("other_sites") or []
+        if sites:
+            rows.add_row("other is", "; ".join(
+                f"{x['site']} {x['category']} {100 * x['share_of_step']:.0f}%"
+                for x in sites[:4] if x["share_of_step"] >= 0.01) or "spread thin")
+        if facts.get("step_boundary") and facts["step_boundary"] not in ("optimizer", "manual"):
+            rows.add_row("steps", _BOUNDARY_WORDS.get(facts["step_boundary"], facts["step_boundary"]))
         if len(ranks) > 1:
             per = ", ".join(f"rank {r['rank']}: {_fmt_ms(r['step_ms']['median'])}"
                             + (f" (own work {_fmt_ms(r['work_ms_median'])})" if r.get("work_ms_median") else "")
@@ -316,6 +335,58 @@ def _verdict_evidence(evidence: dict[str, Any]) -> list[str]:
     return out
 
 
+def _share(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.0f} %"
+
+
+def _other_section(facts: dict[str, Any]) -> list[str]:
+    """What the loop did outside the hooked calls, from the stack samples."""
+    sites = facts.get("other_sites") or []
+    if not sites:
+        return []
+    split = facts.get("other_split") or {}
+    out = ["<h2>Outside the hooked calls: what the stack samples saw</h2>",
+           f"<p class='muted'>{facts.get('other_samples')} samples of the main thread's stack in "
+           "the <i>other</i> phase of the measured steps (one every 10 ms). Categories: input "
+           "(the loop's own batch code), forward (operators that build the autograd graph), "
+           "optimizer (writes to the parameters), outside (logging, printing, saving), python "
+           "(the rest).</p>",
+           "<p>" + escape(", ".join(f"{k} {_share(v)} of the step" for k, v in split.items() if v)) + "</p>",
+           _table(["call site", "category", "share of step", "samples", "why"],
+                  [[f"<code>{escape(x['site'])}</code>", escape(x["category"]),
+                    _share(x.get("share_of_step")), x["samples"], escape(x["why"])] for x in sites])]
+    return out
+
+
+def _probe_section(facts: dict[str, Any]) -> list[str]:
+    probe = facts.get("probe")
+    out: list[str] = []
+    if probe:
+        out.append("<h2>Operators in the probed step</h2>")
+        out.append(f"<p>{probe['ops_per_step']} operators ({probe.get('compute_ops_per_step')} in "
+                   f"forward, backward and optimizer); host overhead "
+                   f"{_share(probe.get('host_overhead_share'))} of compute time"
+                   + (f"; matmul/conv {_share(probe['matmul_share_of_op_time'])} of operator time"
+                      if probe.get("matmul_share_of_op_time") is not None else "")
+                   + (f"; convolutions {_share(probe['conv_share_of_op_time'])}"
+                      if probe.get("conv_share_of_op_time") else "") + "</p>")
+        if probe.get("budget_hit"):
+            out.append(f"<p class='warning'>The probe's budget was reached ({escape(probe['budget_hit'])}): "
+                       "the figures cover the part of the step before that.</p>")
+        out.append(_table(["operator", "calls", "total µs"],
+                          [[escape(t["name"]), t["count"], f"{t['total_us']:.0f}"]
+                           for t in probe.get("top_ops", [])]))
+    ab = facts.get("precision_ab")
+    if ab:
+        out.append("<h2>Precision A/B</h2>")
+        if ab.get("speedup") is not None:
+            out.append(f"<p>{escape(ab['what'])}: fp32 {ab['fp32_ms']} ms, {escape(ab['dtype'])} "
+                       f"{ab['low_ms']} ms: <b>{ab['speedup']:.2f}x</b></p>")
+        else:
+            out.append(f"<p class='muted'>Not run: {escape(str(ab.get('skipped')))}</p>")
+    return out
+
+
 def render_html(doc: dict[str, Any]) -> str:
     """A single HTML file: inline CSS and SVG, no scripts, no network."""
     v = doc["verdict"]
@@ -355,7 +426,7 @@ def render_html(doc: dict[str, Any]) -> str:
         heads = ["phase"]
         for r in ranks:
             who = f"rank {r['rank']}" if r.get("rank") is not None else "mean"
-            heads += [f"{who}: ms per step", "share"]
+            heads += [f"{who}: mean ms per step", "share"]
         parts.append(_table(heads, [[f"<span style='color:{PALETTE[p]}'>■</span> {p}"]
                                     + [c for r in ranks for c in (f"{r['phase_ms_mean'][p]:.2f}",
                                                                   f"{100 * r['phase_share'][p]:.1f} %")]
@@ -372,7 +443,8 @@ def render_html(doc: dict[str, Any]) -> str:
             series = [(f"rank {r['rank']}", [float(s["index"]) for s in _thin(r["steps"], 2000)],
                        [s["ms"] for s in _thin(r["steps"], 2000)]) for r in ranks]
             parts.append(_chart("Step time per rank (ms, by step index)",
-                                line_chart(series, title="step time per rank", ylabel="ms", xlabel="")))
+                                line_chart(series, title="step time per rank", ylabel="ms", xlabel="",
+                                           integer_x=True)))
     parts.append("<h2>Findings</h2>")
     if doc.get("findings"):
         parts.append(_table(["code", "severity", "finding", "evidence", "fix"], [
@@ -386,16 +458,8 @@ def render_html(doc: dict[str, Any]) -> str:
         parts.append("<p class='muted'>None.</p>")
     parts.append("<h2>Machine while training</h2>")
     parts += _timelines(doc)
-    probe = (doc.get("facts") or {}).get("probe")
-    if probe:
-        parts.append("<h2>Operators in the probed step</h2>")
-        parts.append(f"<p>{probe['ops_per_step']} top-level operators; host overhead "
-                     f"{100 * probe['host_overhead_share']:.0f} % of compute time"
-                     + (f"; matmul/conv {100 * probe['matmul_share_of_op_time']:.0f} % of operator time"
-                        if probe.get("matmul_share_of_op_time") is not None else "") + "</p>")
-        parts.append(_table(["operator", "calls", "total µs"],
-                            [[escape(t["name"]), t["count"], f"{t['total_us']:.0f}"]
-                             for t in probe.get("top_ops", [])]))
+    parts += _other_section(doc.get("facts") or {})
+    parts += _probe_section(doc.get("facts") or {})
     parts.append("<h2>Evidence and facts</h2>")
     facts = {k: v for k, v in (doc.get("facts") or {}).items()
              if k not in ("per_rank", "probe", "phase_share") and v is not None}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 
@@ -18,8 +19,6 @@ _SERIES = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 def _nice_max(v: float) -> float:
     if v <= 0:
         return 1.0
-    import math
-
     exp = 10 ** math.floor(math.log10(v))
     for m in (1, 2, 2.5, 5, 10):
         if v <= m * exp:
@@ -95,8 +94,10 @@ def stacked_bars(rows: Sequence[dict[str, float]], order: Sequence[str], *,
 
 def line_chart(series: Sequence[tuple[str, Sequence[float], Sequence[float | None]]], *,
                title: str = "", ylabel: str = "", xlabel: str = "s", ymax: float | None = None,
-               shade: Sequence[tuple[float, float]] = (), width: int = 900, height: int = 220) -> str:
-    """Lines sharing one x axis (seconds); ``None`` values leave gaps; ``shade`` marks spans."""
+               shade: Sequence[tuple[float, float]] = (), width: int = 900, height: int = 220,
+               integer_x: bool = False) -> str:
+    """Lines sharing one x axis (seconds); ``None`` values leave gaps; ``shade`` marks spans;
+    ``integer_x`` puts ticks on whole numbers only (step indices)."""
     left, bottom = 56, 40
     xs_all = [x for _, xs, _ in series for x in xs]
     ys_all = [y for _, _, ys in series for y in ys if y is not None]
@@ -117,7 +118,12 @@ def line_chart(series: Sequence[tuple[str, Sequence[float], Sequence[float | Non
     for a, b in shade:
         parts.append(f'<rect x="{px(max(a, x0)):.1f}" y="10" width="{max(0.5, px(min(b, x1)) - px(max(a, x0))):.1f}" '
                      f'height="{plot_h}" fill="#fde0dc" opacity="0.6"/>')
-    ticks = [(px(x0 + (x1 - x0) * i / 5), f"{x0 + (x1 - x0) * i / 5:.1f}{xlabel}") for i in range(6)]
+    if integer_x:
+        every = max(1, math.ceil((x1 - x0) / 5))
+        first = math.ceil(x0)
+        ticks = [(px(float(v)), f"{v}{xlabel}") for v in range(first, math.floor(x1) + 1, every)]
+    else:
+        ticks = [(px(x0 + (x1 - x0) * i / 5), f"{x0 + (x1 - x0) * i / 5:.1f}{xlabel}") for i in range(6)]
     parts += _axes(width, height, left, bottom, top, ylabel, ticks)
     legend = []
     for i, (name, xs, ys) in enumerate(series):

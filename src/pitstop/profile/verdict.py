@@ -1,20 +1,64 @@
 """The verdict: facts in, one bottleneck name, its evidence, ranked fixes and findings out.
 
-Rules, first match wins (the thresholds are module constants, documented in docs/profile.md):
+``decide(facts) -> Verdict`` is the one place a bottleneck is named: ``pitstop profile``
+calls it on the facts of a profiled run (:func:`pitstop.profile.facts.build_facts`),
+and the live monitor and ``tune`` can call it on facts they build themselves.
 
-1. **input-bound** when the loop waits for data ≥ :data:`INPUT_SHARE` of step time;
-   **io-bound** when, in addition, storage is the reason: iowait ≥ :data:`IOWAIT_PCT`,
-   or the busiest disk ≥ :data:`DISK_BUSY_PCT` busy, or the loader processes are in
-   uninterruptible disk sleep ≥ :data:`LOADER_DISK_WAIT_SHARE` of samples, or they read
-   ≥ :data:`LOADER_READ_BPS` while running < :data:`LOADER_RUNNING_SHARE` of the time
-   and using < :data:`LOADER_BUSY_CORES` core (blocked on reads, not computing).
-2. **host-bound** when the operator probe finds host overhead (time between operators
-   plus operators under 20 µs) ≥ :data:`HOST_OVERHEAD_SHARE` of compute time; on CUDA
-   also when kernels run < :data:`GPU_BUSY_SHARE` of the compute time.
-3. **memory-bound** when operators that mostly move bytes (all but matmul/conv/attention)
-   take ≥ 1 − :data:`MATMUL_SHARE` of operator time.
-4. **compute-bound** when forward + backward + optimizer ≥ 50 % of the step.
-5. **unknown** otherwise (say, most time is in none of the hooked calls).
+**The facts** (a plain dict; shares are fractions of the step time, 0..1). Required:
+
+- ``ranks`` (int, number of processes with steps; 0 or absent: no step seen),
+- ``phase_share``: ``{"data", "collective", "h2d", "optimizer", "backward", "forward",
+  "other"}`` summing to 1 (``data`` is the DataLoader wait),
+- ``step_ms_median``, ``step_ms_p90``, ``steps_measured``.
+
+Optional (absent or None: the rule that needs it does not fire, as before it existed):
+
+- ``device`` ("cpu" / "cuda"), ``cpu_count``, ``torch_threads``;
+- the loader: ``loader`` ("workers" / "main process"), ``workers``,
+  ``loader_cpu_cores_mean``, ``loader_running_share``, ``loader_disk_wait_share``,
+  ``loader_read_bps_mean``; storage: ``iowait_pct_mean``, ``disk_busy_pct_mean``;
+- ``probe`` (the operator probe): ``host_overhead_share``, ``gpu_busy_share``,
+  ``matmul_share_of_op_time``, ``matmul_share_of_kernel_time``, ``conv_share_of_op_time``,
+  ``ops_per_step``, ``compute_ops_per_step``, ``op_us_mean``, ``top_ops``, ``budget_hit``;
+- ``other_split``: the ``other`` share split by the stack samples, as shares of the
+  step: ``{"input", "forward", "optimizer", "outside", "python"}`` (summing to
+  ``phase_share["other"]``), and ``other_sites``: ``[{"site", "file", "line",
+  "category", "why", "share_of_step", ...}]`` (see :mod:`pitstop.profile.attribution`);
+- contention: ``cpu_pct_mean`` (host CPU busy %, all cores), ``foreign_cpu_cores_mean``
+  (cores used by processes outside the job), ``foreign_procs`` (``[{"name", "cores"}]``),
+  ``job_runqueue_wait_share`` (the job's threads' time runnable but not running, over
+  their run + wait time), ``job_cpu_cores_mean``;
+- ``precision_ab`` (``{"dtype", "speedup", "fp32_ms", "low_ms", "what"}`` or
+  ``{"skipped": why}``), ``autocast`` (the script already uses it);
+- ``syncs_per_step_mean``, ``sync_sites``, ``gpu_memory``, ``h2d_bytes_per_step``,
+  ``stragglers``, ``per_rank``, ``step_boundary``, ``backwards_per_step``.
+
+**Rules**, first match wins (thresholds are module constants, in docs/profile.md). The
+step's *in-step* time is the step minus work ``other_split`` calls ``outside`` (logging,
+checkpointing: reported, PF014, but not what the step is made of); *data* is the
+DataLoader wait plus the loop's own input pipeline (``other_split["input"]``); *compute*
+is forward + backward + optimizer plus the functional forward and hand-written update
+rules the stack samples found (``other_split["forward"|"optimizer"]``):
+
+0. **contention** when processes outside the job use ≥ :data:`FOREIGN_CORES_SHARE` of
+   the cores (and ≥ :data:`FOREIGN_CORES_MIN` core), the host CPU is ≥
+   :data:`HOST_BUSY_PCT` % busy, and the job's threads wait for a CPU ≥
+   :data:`RUNQUEUE_WAIT_SHARE` of their time (without schedstat: the host ≥ 95 % busy).
+   The bottleneck the shares show is named too (``evidence.underlying``).
+1. **input-bound** when data ≥ :data:`INPUT_SHARE` of the in-step time; **io-bound** when
+   a DataLoader waits and storage is the reason: iowait ≥ :data:`IOWAIT_PCT`, or the
+   busiest disk ≥ :data:`DISK_BUSY_PCT` busy, or the loader processes are in disk sleep
+   ≥ :data:`LOADER_DISK_WAIT_SHARE` of samples, or they read ≥ :data:`LOADER_READ_BPS`
+   while running < :data:`LOADER_RUNNING_SHARE` of the time and using <
+   :data:`LOADER_BUSY_CORES` core.
+2. **host-bound** when compute ≥ :data:`COMPUTE_SHARE` and the probe measures host
+   overhead (time between operators plus operators under 20 µs) ≥
+   :data:`HOST_OVERHEAD_SHARE` of the compute time; on CUDA also when kernels run <
+   :data:`GPU_BUSY_SHARE` of the compute time.
+3. **memory-bound** when compute ≥ :data:`COMPUTE_SHARE` and matmul/conv/attention take <
+   :data:`MATMUL_SHARE` of operator time.
+4. **compute-bound** when compute ≥ :data:`COMPUTE_SHARE`.
+5. **unknown** otherwise (e.g. the loop's own Python dominates: PF012 names it).
 """
 
 from __future__ import annotations
@@ -23,10 +67,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pitstop.findings import Finding, Location, Remedy, Severity
+from pitstop.profile.fixes import (
+    BENCH,
+    Fix,
+    compute_fixes,
+    contention_fixes,
+    host_fixes,
+    input_fixes,
+    lint_ref,
+    no_step_fixes,
+    pipeline_fixes,
+    python_fixes,
+)
 
-__all__ = ["VERDICTS", "Fix", "Verdict", "decide"]
+__all__ = ["VERDICTS", "Fix", "Verdict", "decide", "lint_ref"]
 
-VERDICTS = ("input-bound", "io-bound", "host-bound", "compute-bound", "memory-bound", "unknown")
+VERDICTS = ("input-bound", "io-bound", "host-bound", "compute-bound", "memory-bound",
+            "contention", "unknown")
 
 INPUT_SHARE = 0.30
 INPUT_WARN_SHARE = 0.10
@@ -37,12 +94,18 @@ GPU_BUSY_SHARE = 0.50
 MATMUL_SHARE = 0.35
 COMPUTE_SHARE = 0.50
 OTHER_SHARE = 0.30
+OUTSIDE_SHARE = 0.10
 H2D_SHARE = 0.10
 UNSTABLE_RATIO = 1.5
 LOADER_DISK_WAIT_SHARE = 0.30
 LOADER_READ_BPS = 1e6
 LOADER_RUNNING_SHARE = 0.50
 LOADER_BUSY_CORES = 0.50
+FOREIGN_CORES_SHARE = 0.25
+FOREIGN_CORES_MIN = 0.5
+HOST_BUSY_PCT = 85.0
+RUNQUEUE_WAIT_SHARE = 0.25
+HOST_BUSY_NO_SCHEDSTAT_PCT = 95.0
 
 #: Every threshold by name, as profile.json's ``evidence.thresholds`` carries them.
 THRESHOLDS: dict[str, float] = {
@@ -52,19 +115,10 @@ THRESHOLDS: dict[str, float] = {
     "loader_running_share": LOADER_RUNNING_SHARE, "loader_busy_cores": LOADER_BUSY_CORES,
     "host_overhead_share": HOST_OVERHEAD_SHARE, "gpu_busy_share": GPU_BUSY_SHARE,
     "matmul_share": MATMUL_SHARE, "compute_share": COMPUTE_SHARE,
+    "other_share": OTHER_SHARE, "outside_share": OUTSIDE_SHARE,
+    "foreign_cores_share": FOREIGN_CORES_SHARE, "foreign_cores_min": FOREIGN_CORES_MIN,
+    "host_busy_pct": HOST_BUSY_PCT, "runqueue_wait_share": RUNQUEUE_WAIT_SHARE,
 }
-
-
-@dataclass(frozen=True)
-class Fix:
-    """One thing to do, with why it should help and where to read more."""
-
-    text: str
-    why: str
-    refs: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "why": self.why, "refs": list(self.refs)}
 
 
 @dataclass
@@ -74,24 +128,11 @@ class Verdict:
     evidence: dict[str, Any]
     fixes: list[Fix]
     findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.name, "headline": self.headline, "evidence": self.evidence,
                 "fixes": [f.to_dict() for f in self.fixes]}
-
-
-def lint_ref(name: str, category: str) -> str:
-    """The lint rule for a pattern: its code when ``pitstop lint`` registers one by that
-    name, else the rule category (codes are looked up, never hard-coded here)."""
-    try:
-        from pitstop.findings import all_docs
-
-        for doc in all_docs():
-            if doc.code.startswith("LT") and doc.name == name:
-                return f"pitstop lint {doc.code} {doc.name}"
-    except Exception:
-        pass
-    return f"pitstop lint: {category} rules"
 
 
 def _pct(x: float | None) -> str:
@@ -105,10 +146,6 @@ def _mb(bps: float | None) -> str:
 LOADER_REMEDY = Remedy.code("pitstop.train.loader(dataset, batch_size, shuffle=True)",
                             note="workers, prefetch and pinning chosen for this machine; "
                                  "`pitstop lint` flags loader anti-patterns")
-
-BENCH = Fix("Run `pitstop bench` to see what each knob buys on this machine",
-            "the ladder measures loader, precision and compile options on a reference "
-            "workload side by side", ("pitstop bench",))
 
 
 def _io_reasons(f: dict[str, Any]) -> list[str]:
@@ -128,176 +165,257 @@ def _io_reasons(f: dict[str, Any]) -> list[str]:
     return reasons
 
 
-def _input_fixes(f: dict[str, Any], io: bool) -> list[Fix]:
-    fixes = []
+@dataclass
+class _Shares:
+    """The step's make-up once the stack samples have split ``other``."""
+
+    data: float  # DataLoader wait + own input pipeline, of the in-step time
+    loader: float  # DataLoader wait alone
+    pipeline: float  # own input pipeline alone
+    compute: float
+    python: float
+    outside: float  # of the whole step
+    in_step: float
+
+
+def _shares(f: dict[str, Any]) -> _Shares:
+    share = f["phase_share"]
+    split = f.get("other_split") or {}
+    outside = float(split.get("outside", 0.0)) if split else 0.0
+    in_step = max(0.05, 1.0 - outside)
+    pipeline = float(split.get("input", 0.0)) if split else 0.0
+    compute = (share["forward"] + share["backward"] + share["optimizer"]
+               + (float(split.get("forward", 0.0)) + float(split.get("optimizer", 0.0))
+                  if split else 0.0))
+    python = float(split.get("python", 0.0)) if split else share["other"]
+    return _Shares(data=(share["data"] + pipeline) / in_step, loader=share["data"] / in_step,
+                   pipeline=pipeline / in_step, compute=compute / in_step,
+                   python=python / in_step, outside=outside, in_step=in_step)
+
+
+def _sites(f: dict[str, Any], category: str) -> list[dict[str, Any]]:
+    return [s for s in f.get("other_sites") or [] if s.get("category") == category]
+
+
+def _site_location(site: dict[str, Any] | None) -> Location | None:
+    if site and site.get("file") and site.get("line"):
+        return Location(str(site["file"]), int(site["line"]))
+    return None
+
+
+def _contention(f: dict[str, Any]) -> dict[str, Any] | None:
+    """The contention evidence when the rule fires, else None."""
+    foreign = f.get("foreign_cpu_cores_mean")
     cores = f.get("cpu_count") or 0
-    if io:
-        fixes.append(Fix("Check the dataset's storage: `pitstop doctor --data PATH`",
-                         "names a network filesystem, a spinning disk or slow random reads",
-                         ("pitstop doctor",)))
-        fixes.append(Fix("Move the data closer: local NVMe or /dev/shm; pack small files into "
-                         "large shards read sequentially",
-                         "the loader is waiting for bytes, not for CPU", ("PF002",)))
-        fixes.append(Fix("Raise read-ahead: `pitstop system apply --only readahead --data PATH`",
-                         "sequential reads get larger and fewer", ("pitstop system",)))
-    if f.get("workers", 0) == 0:
-        fixes.append(Fix(f"Load in worker processes: DataLoader(num_workers={max(2, cores - 1)}, "
-                         "persistent_workers=True, pin_memory=True on CUDA)",
-                         "batches are produced in the training process itself (0 workers), "
-                         "so loading and training never overlap",
-                         (lint_ref("dataloader-no-workers", "loader-workers"),)))
-    elif (f.get("loader_cpu_cores_mean") or 0) >= 0.7 and not io:
-        fixes.append(Fix("Make each sample cheaper: decode/augment less in __getitem__, cache "
-                         "pre-processed tensors, or add workers if cores are free",
-                         f"the {f['workers']} workers are busy computing "
-                         f"({f['loader_cpu_cores_mean']:.2f} cores each)", ("PF001",)))
-    else:
-        fixes.append(Fix("Add workers / raise prefetch_factor",
-                         f"{f.get('workers')} workers cannot keep up", ("PF001",)))
-    fixes.append(Fix("Let pitstop.train.loader(dataset, batch_size, shuffle=True) pick workers, "
-                     "prefetch and pinning for this machine",
-                     "settings computed from this machine's cores, memory and sample size",
-                     ("pitstop.train.loader",)))
-    return fixes
+    busy = f.get("cpu_pct_mean")
+    if foreign is None or busy is None or not cores:
+        return None
+    if foreign < max(FOREIGN_CORES_MIN, FOREIGN_CORES_SHARE * cores) or busy < HOST_BUSY_PCT:
+        return None
+    wait = f.get("job_runqueue_wait_share")
+    if wait is None:
+        if busy < HOST_BUSY_NO_SCHEDSTAT_PCT:
+            return None
+    elif wait < RUNQUEUE_WAIT_SHARE:
+        return None
+    return {"foreign_cpu_cores_mean": foreign, "foreign_share_of_cores": round(foreign / cores, 3),
+            "host_cpu_pct_mean": busy, "job_runqueue_wait_share": wait,
+            "job_cpu_cores_mean": f.get("job_cpu_cores_mean"), "cpu_count": cores,
+            "foreign_procs": f.get("foreign_procs") or []}
 
 
 def decide(f: dict[str, Any]) -> Verdict:
-    """The bottleneck named by the facts (see the module docstring for the rules)."""
+    """The bottleneck named by the facts (see the module docstring for keys and rules)."""
     if not f.get("ranks"):
-        return Verdict("unknown", "no training step was seen", {}, [BENCH],
+        return Verdict("unknown", "no training step was seen", {}, no_step_fixes(),
                        [Finding("PF011", "No training step was seen", Severity.WARNING,
-                                {"optimizer_steps": 0, "dataloader_batches": 0},
-                                Remedy.advice("Use the API (prof.step()) or check that the "
-                                              "script trains"))])
-    share = f["phase_share"]
-    data = share["data"]
-    compute = share["forward"] + share["backward"] + share["optimizer"]
-    probe = f.get("probe") or {}
-    ev: dict[str, Any] = {
-        "step_ms_median": f["step_ms_median"],
-        "data_wait_share": round(data, 3),
-        "compute_share": round(compute, 3),
-        "thresholds": THRESHOLDS,
-    }
-    findings: list[Finding] = []
-    cuda = f.get("device") == "cuda"
-
-    # 1. input / io
-    io_reasons = _io_reasons(f)
-    if data >= INPUT_SHARE:
-        io = bool(io_reasons)
-        name = "io-bound" if io else "input-bound"
-        ev.update({k: f.get(k) for k in ("loader", "workers", "loader_cpu_cores_mean",
-                                         "loader_running_share", "loader_read_bps_mean",
-                                         "iowait_pct_mean", "disk_busy_pct_mean",
-                                         "loader_disk_wait_share")})
-        ev["io_reasons"] = io_reasons
-        per_rank = f.get("per_rank") or []
-        where = ""
-        if len(per_rank) > 1:
-            where = " (" + ", ".join(f"rank {r['rank']}: {_pct(r['phase_share']['data'])}"
-                                     for r in per_rank) + ")"
-        head = (f"the loop waits for data {_pct(data)} of each step{where}"
-                + (f"; storage is the limit ({'; '.join(io_reasons)})" if io else ""))
-        findings.append(Finding("PF001", "The training loop waits for the DataLoader",
-                                Severity.PROBLEM, {"data_wait_share": round(data, 3),
-                                                   "data_wait_ms_per_step": round(data * f["step_ms_median"], 2),
-                                                   "workers": f.get("workers")},
-                                LOADER_REMEDY))
-        if io:
-            findings.append(Finding("PF002", "Reading the data from storage limits the loader",
-                                    Severity.PROBLEM, {"reasons": io_reasons},
-                                    Remedy.pitstop("pitstop doctor --data PATH")))
-        verdict = Verdict(name, head, ev, [*_input_fixes(f, io), BENCH], findings)
-    else:
-        if data >= INPUT_WARN_SHARE:
-            findings.append(Finding("PF001", "The training loop waits for the DataLoader",
-                                    Severity.WARNING, {"data_wait_share": round(data, 3)},
-                                    LOADER_REMEDY))
-        overhead = probe.get("host_overhead_share")
-        gpu_busy = probe.get("gpu_busy_share")
-        host = (overhead is not None and overhead >= HOST_OVERHEAD_SHARE) or (
-            cuda and gpu_busy is not None and gpu_busy < GPU_BUSY_SHARE)
-        mm = probe.get("matmul_share_of_kernel_time" if cuda else "matmul_share_of_op_time")
-        # What ruled the other verdicts out is evidence too (None: no probe ran).
-        ev.update({"host_overhead_share": overhead, "gpu_busy_share": gpu_busy, "matmul_share": mm})
-        if host:
-            ev.update({k: probe.get(k) for k in ("ops_per_step", "op_us_mean", "host_overhead_share",
-                                                 "gpu_busy_share")})
-            syncs = f.get("syncs_per_step_mean") or 0
-            head = (f"host overhead is {_pct(overhead)} of compute time: "
-                    f"{probe.get('ops_per_step')} operators per step, {probe.get('op_us_mean')} µs each on average")
-            if cuda:
-                head = (f"the GPU runs kernels only {_pct(gpu_busy)} of the step"
-                        + (f"; {syncs:.1f} host-device syncs per step (sync-bound)" if syncs >= 1 else ""))
-                ev["syncs_per_step"] = syncs
-            findings.append(Finding("PF003", "Host overhead dominates: many tiny operators",
-                                    Severity.PROBLEM, {k: v for k, v in ev.items() if v is not None and k != "thresholds"},
-                                    Remedy.code("torch.compile(model) / vectorise loops / larger batch")))
-            fixes = []
-            if cuda and syncs >= 1:
-                fixes.append(Fix("Remove the host-device syncs in the loop (see PF004 lines)",
-                                 f"{syncs:.1f} syncs per step drain the GPU queue",
-                                 (lint_ref("sync-in-hot-loop", "sync"), "PF004")))
-            fixes += [
-                Fix("Vectorise: replace Python loops over tensors/elements with batched ops",
-                    f"{probe.get('ops_per_step')} operators per step, most of them tiny", ("PF003",)),
-                Fix("torch.compile(model) (on CUDA mode=\"reduce-overhead\" adds CUDA graphs)",
-                    "fuses small operators and removes per-op dispatch", ("pitstop bench",)),
-                Fix("Use a larger batch if memory allows",
-                    "the same number of operators then does more work each", ()),
-                Fix("Use foreach/fused optimizers (torch.optim.AdamW(fused=True) on CUDA)",
-                    "one kernel per parameter group instead of several per tensor", ()),
-                BENCH,
-            ]
-            verdict = Verdict("host-bound", head, ev, fixes, findings)
-        elif mm is not None and mm < MATMUL_SHARE and compute >= COMPUTE_SHARE:
-            ev.update({"matmul_share": mm, "top_ops": [t["name"] for t in probe.get("top_ops", [])[:5]]})
-            head = (f"only {_pct(mm)} of operator time is matmul/convolution: the step moves "
-                    "memory more than it computes")
-            findings.append(Finding("PF006", "Operators that move memory dominate the compute",
-                                    Severity.WARNING, {"matmul_share": mm},
-                                    Remedy.code("torch.compile(model); bf16; channels_last")))
-            verdict = Verdict("memory-bound", head, ev, [
-                Fix("torch.compile(model)", "fuses element-wise chains into single kernels",
-                    ("pitstop bench",)),
-                Fix("bf16 autocast (pitstop.train.TrainStep(precision=\"auto\"))",
-                    "halves the bytes every memory-bound op moves", ("pitstop.train",)),
-                Fix("fused/foreach optimizer; avoid needless .clone()/.contiguous()",
-                    "fewer full passes over memory", ()),
-                BENCH], findings)
-        elif compute >= COMPUTE_SHARE:
-            if mm is not None:
-                ev["matmul_share"] = mm
-            head = f"forward+backward+optimizer take {_pct(compute)} of the step"
-            findings.append(Finding("PF005", "The step is spent computing", Severity.INFO,
-                                    {k: v for k, v in ev.items() if v is not None and k != "thresholds"},
-                                    Remedy.pitstop("pitstop bench", note="measures precision, channels_last and compile side by side")))
-            verdict = Verdict("compute-bound", head, ev, [
-                Fix("Lower precision: bf16 autocast (pitstop.train.TrainStep(precision=\"auto\"))",
-                    "matmul/conv run 2-8x faster in bf16 on tensor cores; on CPU with AMX/AVX512-BF16",
-                    ("pitstop.train", lint_ref("fp32-training-without-autocast", "amp"))),
-                Fix("channels_last memory format for CNNs; on CUDA TF32 and cudnn.benchmark",
-                    "faster convolution and float32 matmul kernels",
-                    (lint_ref("tf32-disabled", "tf32"), lint_ref("cudnn-autotuner-off", "cudnn"))),
-                Fix("torch.compile(model)", "fuses the operators around the matmuls",
-                    ("pitstop bench",)),
-                BENCH], findings)
-        else:
-            head = (f"no dominant phase: data {_pct(data)}, compute {_pct(compute)}, "
-                    f"outside hooked calls {_pct(share['other'])}")
-            verdict = Verdict("unknown", head, ev, [BENCH], findings)
-
+                                {"optimizer_steps": 0, "backward_calls": 0, "dataloader_batches": 0},
+                                Remedy.code("with pitstop.profile.profile() as prof: ... "
+                                            "prof.step()",
+                                            note="or check that the script trains"))])
+    verdict = _bottleneck(f)
+    cont = _contention(f)
+    if cont is not None:
+        procs = ", ".join(f"{p['name']} ({p['cores']:.2f} cores)" for p in cont["foreign_procs"][:3])
+        wait = cont["job_runqueue_wait_share"]
+        head = (f"other processes use {cont['foreign_cpu_cores_mean']:.1f} of {cont['cpu_count']} "
+                f"cores ({_pct(cont['foreign_share_of_cores'])})"
+                + (f": {procs}" if procs else "")
+                + (f"; the training waited for a CPU {_pct(wait)} of its time" if wait is not None else "")
+                + f" (without them: {verdict.name})")
+        ev = {**verdict.evidence, **{k: v for k, v in cont.items() if k != "foreign_procs"},
+              "foreign_procs": [f"{p['name']}: {p['cores']:.2f} cores" for p in cont["foreign_procs"]],
+              "underlying": verdict.name, "underlying_headline": verdict.headline}
+        findings = [Finding("PF013", "Processes outside the training take the CPUs it needs",
+                            Severity.PROBLEM, {k: v for k, v in ev.items()
+                                               if k in ("foreign_cpu_cores_mean", "host_cpu_pct_mean",
+                                                        "job_runqueue_wait_share", "foreign_procs")},
+                            Remedy.advice("stop or move the other processes, or pin the training "
+                                          "to free cores")), *verdict.findings]
+        own = [x for x in verdict.fixes if x is not BENCH][:2]
+        verdict = Verdict("contention", head, ev, [*contention_fixes(f), *own, BENCH],
+                          findings, verdict.notes)
     _side_findings(f, verdict)
     return verdict
 
 
+def _bottleneck(f: dict[str, Any]) -> Verdict:
+    s = _shares(f)
+    probe = f.get("probe") or {}
+    ev: dict[str, Any] = {
+        "step_ms_median": f["step_ms_median"],
+        "data_wait_share": round(s.data, 3),
+        "compute_share": round(s.compute, 3),
+        "thresholds": THRESHOLDS,
+    }
+    if f.get("other_split"):
+        ev["loader_wait_share"] = round(s.loader, 3)
+        ev["pipeline_share"] = round(s.pipeline, 3)
+        ev["python_share"] = round(s.python, 3)
+        ev["outside_share"] = round(s.outside, 3)
+    if f.get("step_boundary"):
+        ev["step_boundary"] = f["step_boundary"]
+    findings: list[Finding] = []
+    cuda = f.get("device") == "cuda"
+
+    if s.data >= INPUT_SHARE:
+        return _input_verdict(f, s, ev, findings)
+    if s.loader >= INPUT_WARN_SHARE:
+        findings.append(Finding("PF001", "The training loop waits for the DataLoader",
+                                Severity.WARNING, {"data_wait_share": round(s.loader, 3)},
+                                LOADER_REMEDY))
+    overhead = probe.get("host_overhead_share")
+    gpu_busy = probe.get("gpu_busy_share")
+    mm = probe.get("matmul_share_of_kernel_time" if cuda else "matmul_share_of_op_time")
+    ev.update({"host_overhead_share": overhead, "gpu_busy_share": gpu_busy, "matmul_share": mm})
+    if s.compute >= COMPUTE_SHARE:
+        host = (overhead is not None and overhead >= HOST_OVERHEAD_SHARE) or (
+            cuda and gpu_busy is not None and gpu_busy < GPU_BUSY_SHARE)
+        if host:
+            return _host_verdict(f, probe, ev, findings)
+        if mm is not None and mm < MATMUL_SHARE:
+            ev["top_ops"] = [t["name"] for t in probe.get("top_ops", [])[:5]]
+            head = (f"only {_pct(mm)} of operator time is matmul/convolution: the step moves "
+                    "memory more than it computes")
+            findings.append(Finding("PF006", "Operators that move memory dominate the compute",
+                                    Severity.WARNING, {"matmul_share": mm},
+                                    Remedy.code("torch.compile(model); bf16 autocast where measured "
+                                                "faster")))
+            fixes, notes = compute_fixes(f, memory=True)
+            return Verdict("memory-bound", head, ev, fixes, findings, notes)
+        head = f"forward+backward+optimizer take {_pct(s.compute)} of the step"
+        upd = _sites(f, "optimizer")
+        if upd:
+            head += f" (the update rule in {upd[0]['site']} counted as optimizer)"
+        findings.append(Finding("PF005", "The step is spent computing", Severity.INFO,
+                                {k: v for k, v in ev.items() if v is not None and k != "thresholds"},
+                                Remedy.pitstop("pitstop bench", note="measures precision, "
+                                               "channels_last and compile side by side")))
+        fixes, notes = compute_fixes(f)
+        return Verdict("compute-bound", head, ev, fixes, findings, notes)
+    py_sites = _sites(f, "python")
+    if s.python >= OTHER_SHARE and py_sites:
+        head = (f"the loop's own Python takes {_pct(s.python)} of the step, most in "
+                + ", ".join(f"{x['site']} ({_pct(x['share_of_step'] / s.in_step)})" for x in py_sites[:2]))
+        return Verdict("unknown", head, ev, python_fixes(py_sites), findings)
+    head = (f"no dominant phase: data {_pct(s.data)}, compute {_pct(s.compute)}, "
+            f"outside hooked calls {_pct(f['phase_share']['other'])}")
+    return Verdict("unknown", head, ev, [BENCH], findings)
+
+
+def _input_verdict(f: dict[str, Any], s: _Shares, ev: dict[str, Any],
+                   findings: list[Finding]) -> Verdict:
+    pipeline_first = s.pipeline > s.loader
+    io_reasons = _io_reasons(f) if s.loader >= INPUT_SHARE / 2 else []
+    io = bool(io_reasons) and not pipeline_first
+    name = "io-bound" if io else "input-bound"
+    ev.update({k: f.get(k) for k in ("loader", "workers", "loader_cpu_cores_mean",
+                                     "loader_running_share", "loader_read_bps_mean",
+                                     "iowait_pct_mean", "disk_busy_pct_mean",
+                                     "loader_disk_wait_share")})
+    ev["io_reasons"] = io_reasons
+    per_rank = f.get("per_rank") or []
+    where = ""
+    if len(per_rank) > 1:
+        where = " (" + ", ".join(f"rank {r['rank']}: {_pct(r['phase_share']['data'])}"
+                                 for r in per_rank) + ")"
+    sites = _sites(f, "input")
+    top = sites[0] if sites else None
+    if pipeline_first:
+        ev["input_function"] = top["site"] if top else None
+        head = (f"the loop waits for data {_pct(s.data)} of each step{where}: "
+                + (f"{top['site']} makes the batches in the training loop ({top['why']})" if top
+                   else "its own input code makes the batches") )
+    else:
+        head = (f"the loop waits for data {_pct(s.data)} of each step{where}"
+                + (f"; storage is the limit ({'; '.join(io_reasons)})" if io else ""))
+    if s.pipeline >= INPUT_WARN_SHARE:
+        findings.append(Finding("PF015", "The loop's own input pipeline holds up every step",
+                                Severity.PROBLEM if pipeline_first else Severity.WARNING,
+                                {"pipeline_share": round(s.pipeline, 3),
+                                 "function": top["site"] if top else None,
+                                 "pipeline_ms_per_step": round(s.pipeline * s.in_step * f["step_ms_median"], 2)},
+                                Remedy.code("a DataLoader with workers over a Dataset that wraps it, "
+                                            "or a background prefetch thread"),
+                                _site_location(top)))
+    if s.loader >= INPUT_WARN_SHARE:
+        findings.append(Finding("PF001", "The training loop waits for the DataLoader",
+                                Severity.WARNING if pipeline_first else Severity.PROBLEM,
+                                {"data_wait_share": round(s.loader, 3),
+                                 "data_wait_ms_per_step": round(s.loader * s.in_step * f["step_ms_median"], 2),
+                                 "workers": f.get("workers")},
+                                LOADER_REMEDY))
+    if io:
+        findings.append(Finding("PF002", "Reading the data from storage limits the loader",
+                                Severity.PROBLEM, {"reasons": io_reasons},
+                                Remedy.pitstop("pitstop doctor --data PATH")))
+    fixes = (pipeline_fixes(top, f) if pipeline_first else input_fixes(f, io)) + [BENCH]
+    return Verdict(name, head, ev, fixes, findings)
+
+
+def _host_verdict(f: dict[str, Any], probe: dict[str, Any], ev: dict[str, Any],
+                  findings: list[Finding]) -> Verdict:
+    cuda = f.get("device") == "cuda"
+    overhead, gpu_busy = probe.get("host_overhead_share"), probe.get("gpu_busy_share")
+    ev.update({k: probe.get(k) for k in ("ops_per_step", "compute_ops_per_step", "op_us_mean",
+                                         "host_overhead_share", "gpu_busy_share")})
+    syncs = f.get("syncs_per_step_mean") or 0
+    n_ops = probe.get("compute_ops_per_step", probe.get("ops_per_step"))
+    head = (f"host overhead is {_pct(overhead)} of compute time: "
+            f"{n_ops} operators per step, {probe.get('op_us_mean')} µs each on average")
+    if cuda:
+        head = (f"the GPU runs kernels only {_pct(gpu_busy)} of the step"
+                + (f"; {syncs:.1f} host-device syncs per step (sync-bound)" if syncs >= 1 else ""))
+        ev["syncs_per_step"] = syncs
+    findings.append(Finding("PF003", "Host overhead dominates: many tiny operators",
+                            Severity.PROBLEM, {k: v for k, v in ev.items() if v is not None and k != "thresholds"},
+                            Remedy.code("torch.compile(model) / vectorise loops / larger batch")))
+    return Verdict("host-bound", head, ev, host_fixes(f, probe, syncs), findings)
+
+
 def _side_findings(f: dict[str, Any], v: Verdict) -> None:
     share = f["phase_share"]
-    if share["other"] >= OTHER_SHARE:
+    s = _shares(f)
+    py_sites = _sites(f, "python")
+    if (f.get("other_split") and s.python >= OTHER_SHARE) or (
+            not f.get("other_split") and share["other"] >= OTHER_SHARE):
+        loc = _site_location(py_sites[0]) if py_sites else None
         v.findings.append(Finding("PF012", "Much of the step is outside forward, backward and the optimizer",
-                                  Severity.WARNING, {"other_share": round(share["other"], 3)},
-                                  Remedy.pitstop("pitstop lint")))
+                                  Severity.WARNING,
+                                  {"other_share": round(share["other"], 3),
+                                   "python_share": round(s.python, 3),
+                                   "sites": [f"{x['site']}: {_pct(x['share_of_step'])}" for x in py_sites[:3]]},
+                                  Remedy.pitstop("pitstop lint"), loc))
+    out_sites = _sites(f, "outside")
+    if s.outside >= OUTSIDE_SHARE and out_sites:
+        v.findings.append(Finding("PF014", "Logging or checkpointing takes a large share of the loop",
+                                  Severity.WARNING,
+                                  {"outside_share": round(s.outside, 3),
+                                   "sites": [f"{x['site']}: {_pct(x['share_of_step'])} ({x['why']})"
+                                             for x in out_sites[:3]]},
+                                  Remedy.advice("log and save every N steps; keep metrics on the "
+                                                "device (pitstop.train.Metrics)"),
+                                  _site_location(out_sites[0])))
     if share["h2d"] >= H2D_SHARE:
         v.findings.append(Finding("PF008", "Host-to-device copies take a large share of the step",
                                   Severity.WARNING, {"h2d_share": round(share["h2d"], 3),
@@ -327,8 +445,8 @@ def _side_findings(f: dict[str, Any], v: Verdict) -> None:
         v.findings.append(Finding("PF010", "The CUDA allocator had to free its cache to allocate",
                                   Severity.WARNING, dict(mem),
                                   Remedy.code("smaller micro-batch; expandable_segments:True")))
-    for s in f.get("stragglers") or []:
-        v.findings.append(Finding("PF007", f"Rank {s['rank']} is consistently slower than the others",
-                                  Severity.PROBLEM, s,
+    for st in f.get("stragglers") or []:
+        v.findings.append(Finding("PF007", f"Rank {st['rank']} is consistently slower than the others",
+                                  Severity.PROBLEM, st,
                                   Remedy.advice("compare that rank's breakdown in report.html; "
                                                 "`pitstop doctor` on its node")))

@@ -71,7 +71,10 @@ class Sampler:
         return sample
 
     def _run(self) -> None:
-        next_t = time.monotonic()
+        # start() took a priming sample just now: rates over a few milliseconds of a
+        # 10 ms CPU-time tick read as several cores, so the first kept one waits a period.
+        next_t = time.monotonic() + self.interval_s
+        self._stop.wait(self.interval_s)
         while not self._stop.is_set():
             sample = self.sample_once()
             if self.keep:
@@ -98,6 +101,8 @@ class Sampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+            if self.keep and not self.samples:  # ran shorter than one period: one sample over it all
+                self.samples.append(self.sample_once())
         for reader in self.readers:
             if isinstance(reader, GpuReader):
                 reader.close()

@@ -54,6 +54,16 @@ def _is_fsdp(model: torch.nn.Module) -> bool:
     return bool(cls_names & {"FullyShardedDataParallel", "FSDPModule"})
 
 
+def _measurable(model: torch.nn.Module) -> torch.nn.Module | None:
+    """The module whose forward ``precision="auto"`` may time on its own: DDP's inner
+    module (DDP's forward broadcasts buffers, a collective the other ranks would not
+    join), nothing under FSDP (its forward all-gathers the parameters)."""
+    if _is_fsdp(model):
+        return None
+    inner = _unwrap_compiled(model)
+    return inner.module if _is_ddp(model) else inner  # type: ignore[return-value]
+
+
 @contextlib.contextmanager
 def _without_grad_sync(model: torch.nn.Module) -> Iterator[None]:
     """Accumulate gradients locally: no all-reduce / reduce-scatter in this backward."""
@@ -161,7 +171,7 @@ class TrainStep:
         self._probe = self.params[0]
 
         if precision == "auto":
-            choice = choose_precision(self.device)
+            choice = choose_precision(self.device, model=_measurable(model))
             self.precision, self.precision_reason = choice.precision, choice.why
         else:
             self.precision, self.precision_reason = precision, "requested"
