@@ -184,3 +184,24 @@ def test_sub_millisecond_steps_get_enough_stack_samples(tmp_path: Path) -> None:
     assert facts["stack_samples"] >= 8, (facts["stack_samples"], facts.get("other_samples"))
     assert facts.get("other_split") is not None
     assert _bottleneck(doc) != "unknown", doc["headline"]
+
+
+def test_a_script_that_pickles_its_whole_model_is_not_broken(tmp_path: Path) -> None:
+    # Seen on a held-out char-rnn script: torch.save(decoder, path) raised "Can't pickle
+    # local object 'install_forward.<locals>.post'" under pitstop profile.
+    _, doc = _profile(tmp_path, "saves_whole_model.py", "40", str(tmp_path))
+    assert _measured(doc)
+    check = ("import sys, __main__, torch\n"
+             f"sys.path.insert(0, {str(SCRIPTS)!r})\n"
+             "from saves_whole_model import Decoder\n"
+             "__main__.Decoder = Decoder  # pickled as __main__.Decoder\n"
+             "for name in ('model.pt', 'ema.pt'):\n"
+             "    m = torch.load(name, weights_only=False)\n"
+             "    hooks = [h for mod in m.modules() for h in (*mod._forward_hooks.values(),\n"
+             "             *mod._forward_pre_hooks.values())]\n"
+             "    assert not hooks, (name, hooks)\n"
+             "print('clean')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # loads without pitstop
+    r = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "clean" in r.stdout, r.stderr

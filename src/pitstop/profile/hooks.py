@@ -187,6 +187,35 @@ def install_forward(rec: Recorder, torch: Any) -> None:
     rec.undo.append(h2.remove)
 
 
+# The dicts of a module that hold forward hooks, keyed by the hook's handle id.
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_forward_hooks_always_called",
+               "_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs")
+
+
+def hide_hooks_from_pickles(rec: Recorder, module_cls: Any, ours: dict[int, set[int]]) -> None:
+    """Leave the recorder's forward hooks out of a module's pickled state: a script that
+    saves its whole model (``torch.save(model)``, ``copy.deepcopy``) inside the window
+    must not fail on them (a local function does not pickle), nor carry them into the
+    file. ``ours`` maps ``id(module)`` to the handle ids of the hooks put on it."""
+    original = module_cls.__dict__.get("__getstate__")
+    if original is None:
+        return
+
+    def __getstate__(self: Any) -> Any:
+        state = original(self)
+        ids = ours.get(id(self))
+        if not ids or not isinstance(state, dict):
+            return state
+        state = dict(state)
+        for key in _HOOK_DICTS:
+            held = state.get(key)
+            if held and any(k in ids for k in held):
+                state[key] = type(held)((k, v) for k, v in held.items() if k not in ids)
+        return state
+
+    rec.patch(module_cls, "__getstate__", __getstate__)
+
+
 def install_collectives(rec: Recorder, torch: Any) -> None:
     import torch.distributed as dist
 

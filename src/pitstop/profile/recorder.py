@@ -503,6 +503,11 @@ class Recorder:
         if self.fwd_hooks is None:
             return
         pre, post = self.fwd_hooks
+        ours: dict[int, set[int]] = {}
+        if self._top_modules:
+            import torch.nn  # already imported by the script whose modules these are
+
+            hooks.hide_hooks_from_pickles(self, torch.nn.Module, ours)
         for module in self._top_modules.values():
             try:
                 h1 = module.register_forward_pre_hook(pre)
@@ -513,6 +518,7 @@ class Recorder:
             except Exception as err:
                 self.notes.append(f"forward of {type(module).__name__} not timed: {err}")
                 continue
+            ours[id(module)] = {h1.id, h2.id}
             self._modules.append(module)
             self.undo.append(h1.remove)
             self.undo.append(h2.remove)
