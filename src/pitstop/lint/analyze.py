@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pitstop.lint.context import ModuleContext
 from pitstop.lint.model import LintFinding
@@ -72,6 +73,19 @@ class LintOptions:
     selection: Selection = field(default_factory=Selection)
     cpus: int = 1
     local_world_size: int = 1
+    device: str = "auto"  # "auto" (decide from the code), "gpu" or "cpu"
+    include_tests: bool = False  # test code gets the hot-loop and loader rules too
+    # per-file-ignores: (glob, codes) relative to ignore_root
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    ignore_root: str = ""
+
+    def ignored_for(self, path: str) -> tuple[str, ...]:
+        if not self.per_file_ignores:
+            return ()
+        from pitstop.lint.config import LintConfig
+
+        return LintConfig(per_file_ignores=self.per_file_ignores,
+                          root=Path(self.ignore_root or ".")).ignored_for(Path(path))
 
 
 _GATE_BYTES = TRIGGERS + tuple(t.encode() for t in GATE_SUBSTRINGS) + (b".cuda(", b".to(")
@@ -90,21 +104,21 @@ def parse(text: str, path: str) -> ast.Module:
     return ast.parse(text, filename=path, type_comments=False)
 
 
-def analyze_tree(tree: ast.Module, text: str, path: str, options: LintOptions,
-                 lines: list[str] | None = None
-                 ) -> tuple[list[LintFinding], frozenset[str], frozenset[str]]:
-    """Run every rule on a parsed module; returns findings (before noqa), the facts it
-    contributes to its program, and the top-level names of the modules it imports."""
+# Rules that still apply to test code: a deprecated API is deprecated there too.
+TEST_RULES = frozenset({"LT007"})
+
+
+def analyze(ctx: ModuleContext) -> None:
+    """Run every selected rule on one module (findings go to ``ctx.analysis``)."""
     from pitstop.findings import get_doc
     from pitstop.lint.rules import HOT_RULES, MODULE_RULES
 
-    if lines is None:
-        lines = text.splitlines()
-    ctx = ModuleContext(tree, lines, path, text=text, cpus=options.cpus,
-                        local_world_size=options.local_world_size)
-    sel = options.selection
+    sel = ctx.options.selection
+    tests_off = ctx.is_test and not ctx.options.include_tests
 
     def wanted(code: str) -> bool:
+        if tests_off and code not in TEST_RULES:
+            return False
         doc = get_doc(code)
         return sel.wants(code, doc.name, doc.category)
 
@@ -116,6 +130,18 @@ def analyze_tree(tree: ast.Module, text: str, path: str, options: LintOptions,
     for code, check in MODULE_RULES:
         if wanted(code):
             check(ctx)
+
+
+def analyze_tree(tree: ast.Module, text: str, path: str, options: LintOptions,
+                 lines: list[str] | None = None
+                 ) -> tuple[list[LintFinding], frozenset[str], frozenset[str]]:
+    """Run every rule on a parsed module judged on its own; returns findings (before
+    noqa), the facts it contributes to its program, and the top-level names of the
+    modules it imports."""
+    if lines is None:
+        lines = text.splitlines()
+    ctx = ModuleContext(tree, lines, path, text=text, options=options)
+    analyze(ctx)
     imports = frozenset(v.split(".", 1)[0] for v in ctx.aliases.values())
     return ctx.findings, frozenset(ctx.facts), imports
 

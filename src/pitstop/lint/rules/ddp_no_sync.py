@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
-from pitstop.lint.astutil import iter_shallow
 from pitstop.lint.context import LOOPS, ModuleContext, State
 
 CODE = "LT010"
+_GUARDS = (ast.If, *LOOPS)
 
 
-def _guards(ctx: ModuleContext, node: ast.AST, stop: ast.AST) -> list[ast.AST]:
-    """The `if`s and loops between ``node`` and ``stop``."""
-    out: list[ast.AST] = []
-    cur = ctx.parents.get(node)
-    while cur is not None and cur is not stop:
-        if isinstance(cur, (ast.If, *LOOPS)):
-            out.append(cur)
-        cur = ctx.parents.get(cur)
-    return out
+def _calls_with_guards(stmts: list[ast.stmt], guards: tuple[ast.AST, ...] = ()
+                       ) -> Iterator[tuple[ast.Call, tuple[ast.AST, ...]]]:
+    """The statement-level calls under ``stmts`` (`loss.backward()`, `optimizer.step()`,
+    `scaler.scale(loss).backward()`) with the `if`s and loops around them, outermost
+    first. Nested functions are not entered."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            yield stmt.value, guards
+        elif isinstance(stmt, ast.If):
+            inner = (*guards, stmt)
+            yield from _calls_with_guards(stmt.body, inner)
+            yield from _calls_with_guards(stmt.orelse, inner)
+        elif isinstance(stmt, LOOPS):
+            yield from _calls_with_guards(stmt.body, (*guards, stmt))
+        elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)):
+            yield from _calls_with_guards(stmt.body, guards)
 
 
 def check(ctx: ModuleContext) -> None:
@@ -27,18 +35,22 @@ def check(ctx: ModuleContext) -> None:
     for hot in ctx.hot_loops:
         if hot.kind != "train" or not isinstance(hot.node, LOOPS):
             continue
-        backwards: list[ast.Call] = []
-        steps: list[ast.Call] = []
-        for node in iter_shallow(hot.node.body, into_loops=True):
-            if isinstance(node, ast.Call) and ctx.is_optimizer_step(node):
-                (backwards if isinstance(node.func, ast.Attribute)
-                 and node.func.attr == "backward" else steps).append(node)
-        if not backwards or not steps:
+        backward: tuple[ast.Call, tuple[ast.AST, ...]] | None = None
+        step: tuple[ast.Call, tuple[ast.AST, ...]] | None = None
+        for call, gs in _calls_with_guards(hot.node.body):
+            if not ctx.is_optimizer_step(call):
+                continue
+            is_backward = isinstance(call.func, ast.Attribute) and call.func.attr == "backward"
+            if is_backward and backward is None:
+                backward = (call, gs)
+            elif not is_backward and step is None:
+                step = (call, gs)
+        if backward is None or step is None:
             continue
-        b, s = backwards[0], steps[0]
-        gb, gs = _guards(ctx, b, hot.node), _guards(ctx, s, hot.node)
+        b, gb = backward
+        _, gs = step
         accumulates = any(g not in gb for g in gs if isinstance(g, ast.If)
-                          and ctx.rarity(g.test, State()) == "rare") \
+                          and ctx.loops.periodic(g.test, State())) \
             or any(isinstance(g, LOOPS) and g not in gs for g in gb)
         if not accumulates:
             continue
@@ -51,4 +63,3 @@ def check(ctx: ModuleContext) -> None:
             condition="+uses_ddp -ddp_sync_control",
             evidence=(("loop_line", hot.line),),
         )
-

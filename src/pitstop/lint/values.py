@@ -1,0 +1,392 @@
+"""The value model: what an expression evaluates to as the code runs, statement by
+statement -- a GPU tensor (a model's output, a loss, a ``.to(device)`` result and what is
+computed from it), a boolean GPU mask, a host value (``.item()`` results, literals,
+shapes, ``torch.tensor`` without a device), a model, a loader, an instance of a class of
+the program, or unknown (None).
+
+Kinds are short strings so that environments stay cheap to copy: ``gpu``, ``mask``,
+``cpu``, ``model``, ``loader`` / ``loader@MODULE|ID`` (a DataLoader built at a known
+place), ``obj@MODULE|Class``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from pitstop.lint.astutil import (
+    LOSS_RE,
+    MODEL_EXACT,
+    MODEL_RE,
+    callee_tail,
+    dotted,
+    iter_shallow,
+    kwarg,
+    qualname,
+    root_name,
+    target_names,
+)
+from pitstop.lint.devices import CPU as DEV_CPU
+from pitstop.lint.devices import GPU as DEV_GPU
+from pitstop.lint.index import MODEL_FACTORY_RE, FuncDef
+
+if TYPE_CHECKING:
+    from pitstop.lint.context import ModuleContext
+    from pitstop.lint.walk import State
+
+GPU = "gpu"  # a tensor on an accelerator
+MASK = "mask"  # a boolean tensor on an accelerator
+CPU = "cpu"  # certainly a host value (Python number, CPU tensor, numpy array)
+MODEL = "model"  # a module (callable; its outputs are GPU tensors in a GPU program)
+LOADER = "loader"  # a DataLoader or another iterable of batches
+
+HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "size", "dim", "numel",
+                          "ndimension", "element_size", "nelement", "get_device",
+                          "data_ptr", "is_contiguous", "stride", "storage_offset", "__len__"})
+META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad",
+                        "layout", "names", "is_leaf"})
+MASK_METHODS = frozenset({"bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge",
+                          "le", "logical_and", "logical_or", "logical_not", "isclose", "any",
+                          "all", "isneginf", "isposinf", "signbit"})
+MODEL_METHODS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers",
+                           "modules", "children", "state_dict", "named_modules", "train",
+                           "eval", "zero_grad", "apply", "register_forward_hook",
+                           "load_state_dict", "requires_grad_"})
+CREATORS = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn",
+                      "randint", "arange", "linspace", "eye", "zeros_like", "ones_like",
+                      "empty_like", "full_like", "rand_like", "randn_like", "from_numpy",
+                      "logspace", "randperm", "scalar_tensor"})
+TORCH_MASKS = frozenset({"isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le",
+                         "logical_and", "logical_or", "logical_not", "isclose", "any", "all"})
+
+
+# `build_model(cfg)`, `create_network()`, `get_backbone(...)`: functions that make a model
+BUILDER_RE = re.compile(r"^(build|create|get|make|load|init|setup|construct|instantiate)_?"
+                        r"(model|net|network|backbone|generator|discriminator|classifier|"
+                        r"encoder|decoder|unet|transformer|policy)s?$", re.IGNORECASE)
+
+
+def is_loader_kind(k: str | None) -> bool:
+    return k is not None and k.startswith(LOADER)
+
+
+class ValueModel:
+    """Kinds of the expressions of one module."""
+
+    def __init__(self, ctx: ModuleContext) -> None:
+        self.ctx = ctx
+        self._return_memo: dict[tuple[int, tuple[tuple[str, str], ...]], str | None] = {}
+
+    # ------------------------------------------------------------------ models
+    def is_model_callee(self, func: ast.AST, st: State) -> bool:
+        ctx = self.ctx
+        name = dotted(func)
+        if name is None:
+            return False
+        if st.env.get(name) == MODEL or name in ctx.index.model_names:
+            return True
+        if name == "self" and st.func is not None:
+            cls = ctx.index.class_of.get(st.func)
+            return cls is not None and (cls.name in ctx.index.module_classes or
+                                        ctx.program.class_is(ctx.key, cls.name, "module"))
+        tail = name.rsplit(".", 1)[-1]
+        return bool(MODEL_RE.search(tail.lower())) or tail in MODEL_EXACT
+
+    def looks_like_module(self, node: ast.AST, st: State) -> bool:
+        """``Net()``, ``resnet50()``, ``model``: something that is a module, not a tensor."""
+        if isinstance(node, ast.Call):
+            tail = callee_tail(node)
+            if tail[:1].isupper() and tail not in {"Tensor", "DataLoader"} and not tail.isupper():
+                return True
+            if tail in {"to", "cuda", "half", "float", "bfloat16"} and isinstance(
+                    node.func, ast.Attribute):
+                return self.looks_like_module(node.func.value, st)
+            if MODEL_FACTORY_RE.search(qualname(node.func, self.ctx.aliases) or "") or \
+                    BUILDER_RE.search(tail):
+                return True
+            return self._program_kind(node, st) == MODEL
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return st.env.get(dotted(node) or "") == MODEL or self.is_model_callee(node, st)
+        return False
+
+    # ------------------------------------------------------------------ kinds
+    def kind(self, node: ast.AST, st: State) -> str | None:
+        """What ``node`` evaluates to: GPU, MASK, CPU, MODEL, a loader or object kind, or
+        None (unknown)."""
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = dotted(node)
+            if name is not None and name in st.env:
+                return st.env[name]
+            if isinstance(node, ast.Attribute):
+                inner = self.kind(node.value, st)
+                if inner in (GPU, MASK):
+                    if node.attr in META_ATTRS:
+                        return CPU
+                    if node.attr in {"T", "mT", "H", "data", "grad", "real", "imag"} or \
+                            not node.attr.startswith("_"):
+                        return GPU  # outputs.logits, loss.data
+                return None
+            return None
+        if isinstance(node, ast.Constant):
+            return CPU
+        if isinstance(node, (ast.JoinedStr, ast.Dict, ast.Set)):
+            return CPU
+        if isinstance(node, ast.Call):
+            return self._call_kind(node, st)
+        if isinstance(node, ast.BinOp):
+            left, right = self.kind(node.left, st), self.kind(node.right, st)
+            if MASK in (left, right) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+                return MASK
+            if GPU in (left, right) or MASK in (left, right):
+                return GPU
+            if left == CPU and right == CPU:
+                return CPU
+            return None
+        if isinstance(node, ast.UnaryOp):
+            inner = self.kind(node.operand, st)
+            if isinstance(node.op, ast.Not):
+                return CPU if inner == CPU else (MASK if inner in (GPU, MASK) else None)
+            return inner if inner in (GPU, MASK, CPU) else None
+        if isinstance(node, ast.Compare):
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+                return CPU
+            kinds = [self.kind(node.left, st)] + [self.kind(c, st) for c in node.comparators]
+            if GPU in kinds or MASK in kinds:
+                return MASK
+            return CPU if all(k == CPU for k in kinds) else None
+        if isinstance(node, ast.Subscript):
+            inner = self.kind(node.value, st)
+            if inner in (GPU, MASK):
+                return inner
+            return None
+        if isinstance(node, ast.IfExp):
+            a, b = self.kind(node.body, st), self.kind(node.orelse, st)
+            return a if a == b else (GPU if GPU in (a, b) else None)
+        if isinstance(node, ast.BoolOp):
+            kinds = [self.kind(v, st) for v in node.values]
+            return MASK if GPU in kinds or MASK in kinds else None
+        return None
+
+    def tuple_has_gpu(self, node: ast.AST, st: State) -> bool:
+        """A tuple/list display holding a GPU tensor (`"%f %f" % (a, loss)`)."""
+        return isinstance(node, (ast.Tuple, ast.List)) and any(
+            self.kind(e.value if isinstance(e, ast.Starred) else e, st) in (GPU, MASK)
+            for e in node.elts)
+
+    def _call_kind(self, node: ast.Call, st: State) -> str | None:
+        ctx = self.ctx
+        func = node.func
+        tail = callee_tail(node)
+        if isinstance(func, ast.Attribute):
+            recv = self.kind(func.value, st)
+            if tail == "to":
+                dev = kwarg(node, "device")
+                target = dev.value if dev is not None else (node.args[0] if node.args else None)
+                dk = ctx.devices.kind(target, st.func) if target is not None else None
+                if dk == DEV_GPU or (dk == "maybe" and ctx.gpu_program):
+                    return MODEL if recv == MODEL or self.looks_like_module(func.value, st) \
+                        else GPU
+                if dk == DEV_CPU:
+                    return CPU
+                if target is not None and dk is None:
+                    other = self.kind(target, st)
+                    if other in (GPU, MASK):
+                        return GPU
+                return recv if recv in (GPU, MASK, CPU, MODEL) else None
+            if tail == "cuda":
+                return MODEL if recv == MODEL or self.looks_like_module(func.value, st) else GPU
+            if tail == "cpu":  # a tensor or a module brought to the host
+                return CPU
+            if recv == MODEL and tail in MODEL_METHODS:
+                return None
+            if recv in (GPU, MASK):
+                if tail in HOST_METHODS:
+                    return CPU
+                if tail in MASK_METHODS:
+                    return MASK
+                return GPU
+            if recv == MODEL and tail in {"forward", "generate", "__call__", "module"}:
+                return GPU if ctx.gpu_program else None
+            if recv is not None and recv.startswith("obj@"):
+                return None
+        qn = qualname(func, ctx.aliases) or ""
+        if tail in {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel",
+                    "FSDP", "compile"} and (tail != "compile" or "torch" in qn):
+            return MODEL if ctx.gpu_program else None
+        if tail in {"float", "int", "bool", "len", "str", "repr", "round", "abs", "time",
+                    "perf_counter"} and isinstance(func, ast.Name):
+            return CPU
+        if tail in {"allclose", "equal", "is_tensor", "is_floating_point", "is_complex",
+                    "is_grad_enabled", "numel"} and qn.startswith("torch."):
+            return CPU
+        if tail in CREATORS and qn.startswith("torch."):
+            dev = kwarg(node, "device")
+            if dev is not None:
+                dk = ctx.devices.kind(dev.value, st.func)
+                if dk == DEV_GPU or (dk == "maybe" and ctx.gpu_program) or \
+                        self.kind(dev.value, st) == GPU:
+                    return GPU
+                return CPU if dk == DEV_CPU else None
+            if tail.endswith("_like") and node.args:
+                return self.kind(node.args[0], st)
+            return CPU
+        if st.env.get(dotted(func) or "") == CPU:  # `model = model.cpu()`; `model(x)`
+            return CPU
+        prog = self._program_kind(node, st)
+        if prog is not None:
+            return prog
+        if tail[:1].isupper() and not tail.isupper() and tail not in {"Tensor", "DataLoader"} \
+                and isinstance(func, (ast.Name, ast.Attribute)) and not qn.startswith(
+                    ("torch.utils", "numpy", "collections", "typing")):
+            return MODEL if ctx.gpu_program else None
+        if self.is_model_callee(func, st):
+            return GPU if ctx.gpu_program else None
+        argkinds = [self.kind(a, st) for a in node.args if not isinstance(a, ast.Starred)]
+        argkinds += [self.kind(k.value, st) for k in node.keywords]
+        any_gpu = GPU in argkinds or MASK in argkinds
+        if LOSS_RE.search(tail) or qn.startswith("torch.nn.functional."):
+            return GPU if any_gpu else None
+        if qn.startswith("torch.") and not qn.startswith(("torch.cuda.", "torch.distributed.")):
+            if tail in TORCH_MASKS:
+                return MASK if any_gpu else None
+            return GPU if any_gpu else None
+        if qn.startswith(("numpy.", "np.", "math.")):
+            return CPU
+        # a function of the program: what does it return for these arguments?
+        return self.return_kind_of_call(node, st)
+
+    def _program_kind(self, node: ast.Call, st: State) -> str | None:
+        """What the program model says a call returns: a model, a loader, an object."""
+        ctx = self.ctx
+        name = dotted(node.func)
+        if name is None:
+            return None
+        head = name.split(".", 1)[0]
+        if head in st.env and not st.env[head].startswith("obj@"):
+            return None
+        r = ctx.resolve_call_result(node, st)
+        if r is None:
+            return None
+        if r.kind == "model":
+            return MODEL
+        if r.kind == "loader":
+            return f"{LOADER}@{r.module}|{r.name}" if r.name else LOADER
+        if r.kind == "batches":
+            return LOADER
+        if r.kind == "obj":
+            return f"obj@{r.module}|{r.name}"
+        if r.kind == "tensor":
+            return GPU if r.name == "gpu" else CPU
+        return None
+
+    # ------------------------------------------------------------------ returns
+    def return_kind_of_call(self, call: ast.Call, st: State) -> str | None:
+        if st.depth > 2 or st.hot is None or st.rare:
+            return None
+        target = self.ctx.function_target(call, st)
+        if target is None:
+            return None
+        tctx, fn = target
+        env = self.bind_params(fn, call, st, tctx)
+        return tctx.values.return_kind(fn, env, st.depth + 1)
+
+    def return_kind(self, fn: FuncDef, env: dict[str, str], depth: int) -> str | None:
+        from pitstop.lint.walk import State
+
+        key = (id(fn), tuple(sorted(env.items())))
+        memo = self._return_memo
+        if key in memo:
+            return memo[key]
+        memo[key] = None
+        returns = self.ctx.index.returns.get(fn, [])
+        result: str | None = None
+        if returns:
+            sub = State(env=dict(env), depth=depth, func=fn)
+            # Assignments in source order (no findings) so that `x = x.to(device); return x`
+            # is known to return a GPU tensor.
+            steps = sorted((n for n in iter_shallow(fn.body, into_loops=True)
+                            if isinstance(n, (ast.Assign, ast.Call))),
+                           key=lambda n: (n.lineno, n.col_offset))
+            for n in steps:
+                if isinstance(n, ast.Assign):
+                    self.bind(n.targets, n.value, sub)
+                elif callee_tail(n) == "append" and len(n.args) == 1 \
+                        and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                        and self.kind(n.args[0], sub) == GPU:
+                    sub.env[n.func.value.id] = GPU  # its items are GPU tensors
+            kinds = {self.kind(r.value, sub) if not isinstance(r.value, ast.Tuple) else
+                     (GPU if any(self.kind(e, sub) == GPU for e in r.value.elts) else None)
+                     for r in returns if r.value is not None}
+            result = kinds.pop() if len(kinds) == 1 else (GPU if GPU in kinds else None)
+        memo[key] = result
+        return result
+
+    def bind_params(self, fn: FuncDef, call: ast.Call | None, st: State,
+                    callee_ctx: ModuleContext | None = None) -> dict[str, str]:
+        """The callee's parameters bound to the kinds of the call's arguments."""
+        env: dict[str, str] = {}
+        if callee_ctx is None or callee_ctx is self.ctx:
+            env = {k: v for k, v in st.env.items() if k.startswith("self.")}
+        if call is None:
+            return env
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
+            params = params[1:]
+        for name, arg in zip(params, call.args, strict=False):
+            if isinstance(arg, ast.Starred):
+                break
+            k = self.kind(arg, st)
+            if k is not None:
+                env[name] = k
+        for kw in call.keywords:
+            if kw.arg:
+                k = self.kind(kw.value, st)
+                if k is not None:
+                    env[kw.arg] = k
+        return env
+
+    def bind(self, targets: list[ast.expr], value: ast.expr, st: State) -> None:
+        """Assign ``value``'s kind to ``targets`` in ``st`` (and track batch data)."""
+        ctx = self.ctx
+        for target in targets:
+            if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                    and len(target.elts) == len(value.elts):
+                for t, v in zip(target.elts, value.elts, strict=True):
+                    self.bind([t], v, st)
+                continue
+            if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, ast.Call) \
+                    and callee_tail(value) == "prepare" and len(value.args) == len(target.elts):
+                for t, v in zip(target.elts, value.args, strict=True):  # accelerator.prepare
+                    self.bind([t], v, st)
+                continue
+            k = self.kind(value, st)
+            from_batch = self._from_batch(value, st)
+            rare = ctx.loops.rarity(value, st) == "rare" if isinstance(
+                value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) else False
+            src = st.batch_src.get(root_name(value) or "") if from_batch else None
+            for name in target_names(target):
+                if k is None:
+                    st.env.pop(name, None)
+                else:
+                    st.env[name] = k
+                if from_batch and "." not in name:
+                    st.batch.add(name)
+                    if src:
+                        st.batch_src[name] = src
+                elif name in st.batch and not from_batch:
+                    st.batch.discard(name)
+                if rare:
+                    ctx.rare_names.add(name)
+
+    def _from_batch(self, value: ast.expr, st: State) -> bool:
+        """Is ``value`` (still host) batch data: a name holding a batch, an item of one,
+        or ``next(it)`` over a loader."""
+        if isinstance(value, ast.Call):
+            if callee_tail(value) == "next" and value.args and (
+                    is_loader_kind(self.kind(value.args[0], st))
+                    or self.ctx.loops.is_batch_source(value.args[0], st)):
+                return True
+            return isinstance(value.func, ast.Attribute) and root_name(value.func.value) in st.batch \
+                and callee_tail(value) not in {"to", "cuda"}
+        return root_name(value) in st.batch
