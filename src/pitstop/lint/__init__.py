@@ -35,13 +35,16 @@ def lint_source(text: str, path: str = "<string>", *, select: tuple[str, ...] = 
     """Findings for one module's source text, judged on its own (no package context).
     Raises SyntaxError if ``text`` is not valid Python."""
     from pitstop.lint.analyze import Selection
-    from pitstop.lint.engine import condition_holds, default_options, lint_text
+    from pitstop.lint.engine import condition_holds, default_options, lint_text, program_facts
+    from pitstop.lint.program import Program
 
     result = lint_text(text, path, default_options(Selection(select=select, ignore=ignore)))
     # Program-level findings hold only if this module's own facts allow them (a
     # cudnn-benchmark finding needs a convolution, amp-missing no autocast...).
+    program = Program([result.summary] if result.summary is not None else [])
+    facts = program_facts(program, program.key(path), result.uses, result.facts)
     kept = [f for f in result.findings
-            if not f.condition or condition_holds(f.condition, result.facts)]
+            if not f.condition or condition_holds(f.condition, facts)]
     return sorted(kept, key=LintFinding.sort_key)
 
 

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pitstop.lint.context import ModuleContext
+from pitstop.lint.context import USE_TRAIN, ModuleContext
 from pitstop.lint.model import LintFinding
 
 # Cheap byte-level gate: a file that never mentions torch is not even parsed -- unless it
@@ -127,6 +127,8 @@ def analyze(ctx: ModuleContext) -> None:
     # so it runs whenever the text could hold a loop worth knowing about.
     if ctx.could_have_hot_loops():
         ctx.run(hot)
+    if ctx.has_train_loop:
+        ctx.analysis.uses.add(USE_TRAIN + ctx.key)
     for code, check in MODULE_RULES:
         if wanted(code):
             check(ctx)

@@ -24,7 +24,7 @@ from pitstop.lint.loops import LoopModel
 from pitstop.lint.model import Fix, LintFinding
 from pitstop.lint.program import Origin, Program, Resolved, Sym
 from pitstop.lint.summary import Describer, summarize
-from pitstop.lint.values import CPU, GPU, LOADER, MASK, MODEL, ValueModel
+from pitstop.lint.values import CPU, GPU, LOADER, MASK, MODEL, PLACED, ValueModel
 from pitstop.lint.walk import HotLoop, HotRule, State, Walker
 
 if TYPE_CHECKING:
@@ -40,7 +40,10 @@ TEST_PATH_RE = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*\.py$|_tests?\
 USE_EPOCHS = "loader_epochs:"
 USE_GPU = "loader_gpu:"
 USE_GPU_ANY = "loader_gpu_any:"
+USE_SEEN = "loader_seen:"  # a loop of the program iterates this loader
+USE_TRAIN = "train_loop:"  # the module trains (a training loop, a framework trainer)
 OR = "\t"  # alternatives inside one condition token
+ANY = " || "  # alternative clauses of a condition
 
 
 def is_test_path(path: str) -> bool:
@@ -192,9 +195,12 @@ class ModuleContext:
             return None
         head, _, rest = name.partition(".")
         k = st.env.get(head)
-        if k is not None and k.startswith("obj@"):
-            module, _, cls = k[4:].partition("|")
-            return self.program._in_class(module, cls, rest or "__call__")
+        if k is not None and k.startswith(("obj@", "model@")):
+            module, _, cls = k.partition("@")[2].partition("|")
+            found = self.program._in_class(module, cls, rest or "__call__")
+            if found is None and not rest and k.startswith("model@"):
+                found = self.program._in_class(module, cls, "forward")  # nn.Module.__call__
+            return found
         if k is not None and not rest:
             return None
         return self.program.callee(self.key, self.describer._callee(name, st.func))
@@ -249,9 +255,10 @@ class ModuleContext:
         if r is None:
             return None
         if r.kind == "model":
-            return MODEL
+            return f"{MODEL}@{r.module}|{r.name}" if r.name else MODEL
         if r.kind == "loader":
-            return f"{LOADER}@{r.module}|{r.name}" if r.name else LOADER
+            k = f"{LOADER}@{r.module}|{r.name}" if r.name else LOADER
+            return f"{k}{PLACED}" if r.placed else k
         if r.kind == "batches":
             return LOADER
         if r.kind == "obj":
@@ -264,13 +271,17 @@ class ModuleContext:
         """Batches of a loader (or of some loader of this module) go to the GPU."""
         self.moves_batches_to_gpu = True
         if loader_kind and loader_kind.startswith("loader@"):
-            self.analysis.uses.add(USE_GPU + loader_kind[7:])
+            self.analysis.uses.add(USE_GPU + loader_kind[7:].removesuffix(PLACED))
         # the program's batches go to the GPU: so will those of its other loaders
         self.analysis.uses.add(USE_GPU_ANY + self.key)
 
     def note_loader_use(self, loader_kind: str | None, *, epochs: bool) -> None:
-        if epochs and loader_kind and loader_kind.startswith("loader@"):
-            self.analysis.uses.add(USE_EPOCHS + loader_kind[7:])
+        """A loop iterates a loader: repeatedly (``epochs``) or once."""
+        if loader_kind and loader_kind.startswith("loader@"):
+            key = loader_kind[7:].removesuffix(PLACED)
+            self.analysis.uses.add(USE_SEEN + key)
+            if epochs:
+                self.analysis.uses.add(USE_EPOCHS + key)
 
     def batch_pinned(self, loader_kind: str | None) -> bool:
         """Do these batches come pinned: from a loader known to pin memory, or (loader
@@ -279,7 +290,7 @@ class ModuleContext:
         from pitstop.lint.rules._dataloader import loader_pins
 
         if loader_kind and loader_kind.startswith("loader@") and "|" in loader_kind:
-            module, _, lid = loader_kind[7:].partition("|")
+            module, _, lid = loader_kind[7:].removesuffix(PLACED).partition("|")
             return self.program.loader_pins(module, lid)
         calls = dataloader_calls(self.index)
         if calls:

@@ -40,7 +40,7 @@ from pitstop.lint.analyze import (
     parse,
     worth_analysing,
 )
-from pitstop.lint.context import OR, USE_GPU_ANY, Analysis, ModuleContext
+from pitstop.lint.context import ANY, OR, USE_GPU_ANY, USE_TRAIN, Analysis, ModuleContext
 from pitstop.lint.discover import SourceFile, not_a_file
 from pitstop.lint.index import ModuleIndex
 from pitstop.lint.model import Diagnostic, FileResult, LintFinding
@@ -492,8 +492,13 @@ def second_look(results: list[FileResult], program: Program, options: LintOption
 
 def condition_holds(condition: str, facts: set[str] | frozenset[str]) -> bool:
     """A program-level finding's condition: ``+fact`` must hold, ``-fact`` must not; a
-    token's alternatives are separated by a tab (any one will do)."""
-    for token in condition.split(" "):
+    token's alternatives are separated by a tab (any one will do); clauses separated by
+    `` || `` are alternatives (any clause that holds will do)."""
+    return any(_clause_holds(c, facts) for c in condition.split(ANY))
+
+
+def _clause_holds(clause: str, facts: set[str] | frozenset[str]) -> bool:
+    for token in clause.split(" "):
         if not token:
             continue
         sign, alts = token[0], token[1:].split(OR)
@@ -503,6 +508,19 @@ def condition_holds(condition: str, facts: set[str] | frozenset[str]) -> bool:
         if sign == "-" and present:
             return False
     return True
+
+
+def program_facts(program: Program, key: str, uses: set[str] | frozenset[str],
+                  own: frozenset[str] = frozenset()) -> set[str]:
+    """The facts a program-level finding of module ``key`` is judged by: the program's
+    (every module that runs with it), what the loops of the run do with loaders, and
+    whether some module of the program trains or moves batches to the GPU."""
+    facts = program.facts(key) | set(own) | set(uses)
+    members = program.program_of(key) if key in program.modules else {key}
+    for prefix, name in ((USE_GPU_ANY, "loader_gpu_any"), (USE_TRAIN, "train_program")):
+        if any(prefix + m in uses for m in members):
+            facts.add(name)
+    return facts
 
 
 def resolve_program_findings(results: list[FileResult], program: Program | None = None
@@ -519,11 +537,7 @@ def resolve_program_findings(results: list[FileResult], program: Program | None 
         if not any(f.condition for f in r.findings):
             continue
         key = program.key(r.path)
-        facts = program.facts(key) | set(r.facts) | uses
-        if any(f"{USE_GPU_ANY}{m}" in uses for m in program.program_of(key)):
-            facts.add("loader_gpu_any")
-        if key not in program.modules:  # a file without summary (notebook): its own facts
-            facts |= set(r.facts)
+        facts = program_facts(program, key, uses, r.facts)
         facts_by_key[key] = facts
         r.findings = [f for f in r.findings
                       if not f.condition or condition_holds(f.condition, facts)]

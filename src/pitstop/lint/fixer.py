@@ -13,6 +13,7 @@ from pitstop.lint.engine import (
     condition_holds,
     decode,
     lint_text,
+    program_facts,
     relint_text,
 )
 from pitstop.lint.fixes import FixError, apply_edits
@@ -49,16 +50,20 @@ def fix_results(run: RunResult, options: LintOptions,
         except (OSError, UnicodeError) as err:
             result.diagnostics.append(Diagnostic(result.path, f"cannot fix: {err}"))
             continue
-        facts = program.facts(program.key(result.path)) | set(result.facts) | uses
         in_program = program.key(result.path) in program.modules
+        others = uses - result.uses  # what the other files' loops do
 
         def relint(text: str, result: FileResult = result, path: Path = path,
-                   facts: set[str] = facts, in_program: bool = in_program) -> list[LintFinding]:
+                   in_program: bool = in_program, others: set[str] = others
+                   ) -> list[LintFinding]:
+            now = program
             if in_program:  # against the program, with this module as it now reads
                 now = program.replaced(summarize(ModuleIndex(ast.parse(text), result.path)))
                 again = relint_text(text, result.path, options, ignores_for(path), now, linted)
             else:
                 again = lint_text(text, result.path, options, ignores_for(path))
+            # a fix may move lines (an inserted statement): judge by the new text's facts
+            facts = program_facts(now, now.key(result.path), others | again.uses, again.facts)
             return [f for f in again.findings if f.path == result.path and (
                 not f.condition or condition_holds(f.condition, facts))]
 

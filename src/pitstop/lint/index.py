@@ -316,7 +316,8 @@ class ModuleIndex:
     def _attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
         facts = self.facts
-        if attr in {"autocast", "GradScaler", "bfloat16", "float16", "half"}:
+        if attr in {"autocast", "bfloat16", "float16", "half"}:
+            # (a GradScaler alone lowers no precision: without autocast it scales an fp32 loss)
             facts.setdefault("reduced_precision", node.lineno)
         elif attr in {"no_sync", "require_backward_grad_sync"}:
             facts.setdefault("ddp_sync_control", node.lineno)
@@ -364,8 +365,10 @@ class ModuleIndex:
                 name = dotted(func.value)  # type: ignore[attr-defined]
                 if name:
                     self.model_names.add(name)
-        elif tail in {"autocast", "GradScaler", "half", "bfloat16", "TrainStep"}:
+        elif tail in {"autocast", "half", "bfloat16", "TrainStep"}:
             facts.setdefault("reduced_precision", node.lineno)
+        elif tail in {"initialize", "scale_loss"} and "apex" in (qualname(func, self.aliases) or ""):
+            facts.setdefault("reduced_precision", node.lineno)  # apex.amp
         elif tail == "set_float32_matmul_precision":
             if node.args and isinstance(node.args[0], ast.Constant) \
                     and node.args[0].value in {"high", "medium"}:

@@ -51,6 +51,10 @@ LASTISH_RE = re.compile(r"last|final|end|max|total|num_|n_|len|steps|epochs|iter
 # step, which runs every step, not rarely.
 ACCUM_RE = re.compile(r"accum|grad_acc|update_freq|accumulate|micro|sub_batch|n_batches_per",
                       re.IGNORECASE)
+# Calls that run a training or evaluation loop inside a framework (ignite): the function
+# handed to an Engine runs once per batch.
+ENGINES = frozenset({"Engine", "DeterministicEngine"})
+FRAMEWORK_LOOPS = ENGINES | {"create_supervised_trainer", "create_supervised_evaluator"}
 LIGHTNING_HOOKS = {"training_step": "train", "train_step": "train",
                    "validation_step": "eval", "test_step": "eval", "predict_step": "eval"}
 STEP_OWNER_RE = re.compile(r"engine$|^ds_|^deepspeed", re.IGNORECASE)
@@ -207,7 +211,8 @@ class LoopModel:
 
         index = self.ctx.index
         if any(n in index.functions for n in LIGHTNING_HOOKS) or (
-                "forward" in index.functions and index.module_classes):
+                "forward" in index.functions and index.module_classes) or any(
+                t in index.calls_by_tail for t in FRAMEWORK_LOOPS):
             return True
         if not index.loops:
             return False

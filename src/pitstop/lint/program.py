@@ -26,9 +26,10 @@ from typing import Any, TypeVar
 
 from pitstop.lint.astutil import LOADERISH_RE
 from pitstop.lint.settings import UNKNOWN, Setting
-from pitstop.lint.summary import ClassSummary, FuncSummary, ModuleSummary
+from pitstop.lint.summary import SEP, TUPLE, ClassSummary, FuncSummary, ModuleSummary
 
 ACCEL_PREFIXES = ("cuda", "mps", "xpu", "hpu", "npu", "gpu")
+PLACED = "!gpu"  # a loader passed through accelerator.prepare(): batches arrive placed
 # Stronger evidence first: a device that is spelled out beats a mere `torch.cuda` use.
 ORIGIN_RANK = {"torch.accelerator": 0, "device": 1, "Accelerator()": 2, ".cuda()": 3,
                "argparse": 1, 'init_process_group("nccl")': 3, "torch.cuda": 5,
@@ -54,6 +55,7 @@ class Resolved:
     module: str = ""
     name: str = ""  # loader id, class/function qualname, device kind, tensor kind, string
     line: int = 0  # where it was decided (a device's origin)
+    placed: bool = False  # a loader whose batches arrive on the accelerator (accelerate)
 
 
 @dataclass(frozen=True)
@@ -250,6 +252,11 @@ class Program:
         """What a descriptor of module ``key`` stands for."""
         if not desc:
             return None
+        if desc.endswith(PLACED):
+            inner = self.resolve(key, desc[:-len(PLACED)])
+            if inner is not None and inner.kind in {"loader", "batches"}:
+                return Resolved("loader", inner.module, inner.name, inner.line, placed=True)
+            return inner
         kind, _, rest = desc.partition(":")
         if desc.startswith("loader@"):
             return Resolved("loader", key, desc[7:])
@@ -261,6 +268,8 @@ class Program:
             return Resolved("tensor", name=desc)
         if kind == "str":
             return Resolved("str", name=rest)
+        if desc.startswith(TUPLE):
+            return None
         if kind == "wrap":
             inner = self.resolve(key, rest)
             return Resolved("batches") if inner is not None and inner.kind in {"loader", "batches"} \
@@ -272,7 +281,9 @@ class Program:
                 return None
             if sym.kind == "class":
                 return self._instance(sym.module, sym.name)
-            if sym.kind == "func" and kind == "call" and not pos:
+            if sym.kind == "func" and kind == "call":
+                if pos.isdigit():
+                    return self.returns_item(sym.module, sym.name, int(pos))
                 return self.returns(sym.module, sym.name)
             return None
         if kind == "attr":
@@ -381,6 +392,31 @@ class Program:
             r = self.resolve(module, d)
             if r is not None and (best is None or _RANK.get(r.kind, 9) < _RANK.get(best.kind, 9)):
                 best = r
+        return best
+
+    @_query
+    def returns_item(self, module: str, qualname: str, pos: int) -> Resolved | None:
+        """Item ``pos`` of the tuple a function returns (`loader, sampler = build(...)`)."""
+        s = self.modules.get(module)
+        f = s.functions.get(qualname) if s is not None else None
+        if f is None:
+            return None
+        best: Resolved | None = None
+        for d in f.returns:
+            if d.startswith("call:") and "#" not in d:  # `return _build_loader(config)`
+                sym = self.callee(module, d[5:])
+                if sym is not None and sym.kind == "func":
+                    r = self.returns_item(sym.module, sym.name, pos)
+                    if r is not None and (best is None or _RANK.get(r.kind, 9) < _RANK.get(best.kind, 9)):
+                        best = r
+                continue
+            if not d.startswith(TUPLE):
+                continue
+            items = d[len(TUPLE):].split(SEP)
+            if pos < len(items) and items[pos]:
+                r = self.resolve(module, items[pos])
+                if r is not None and (best is None or _RANK.get(r.kind, 9) < _RANK.get(best.kind, 9)):
+                    best = r
         return best
 
     @_query
@@ -506,9 +542,15 @@ class Program:
     def called_in_loop(self, module: str, qualname: str) -> bool:
         """Is the function called inside a loop somewhere in the program (so that a loop
         in it runs more than once: an epoch loop around `train(loader)`)?"""
-        for _key, _caller, site in self._callsite_index().get((module, qualname), ()):
+        s = self.modules.get(module)
+        f = s.functions.get(qualname) if s is not None else None
+        if f is not None and f.repeated:
+            return True  # an event handler, a step function handed to a framework
+        for key, caller, site in self._callsite_index().get((module, qualname), ()):
             if site.in_loop:
                 return True
+            if caller and caller != qualname and self.called_in_loop(key, caller):
+                return True  # called once per call of a function that runs repeatedly
         return False
 
     @_query

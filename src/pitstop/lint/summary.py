@@ -26,6 +26,8 @@ Values are described by short strings ("descriptors"), resolved across modules b
 ``imp:NAME``    an imported module-level value
 ``global:NAME`` a module-level name of this module
 ``str:VALUE``   a string literal
+``tuple:D1<US>D2...``  a tuple of values (``return model, loader``); ``call:NAME#i`` is
+                item i of what calling NAME returns
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id
 from pitstop.lint.settings import Setting, argparse_settings, class_settings
 
 MAX_DEPTH = 5
+TUPLE = "tuple:"  # a tuple display: its elements' descriptors, SEP-separated
+SEP = "\x1f"
 MODEL_WRAPPERS = frozenset({"DistributedDataParallel", "DDP", "DataParallel", "compile",
                             "FullyShardedDataParallel", "FSDP", "to", "cuda", "train", "eval",
                             "float", "half", "bfloat16", "requires_grad_", "to_empty"})
@@ -60,6 +64,7 @@ class FuncSummary:
     returns: tuple[str, ...]  # descriptors of what it returns
     yields: tuple[str, ...]  # descriptors of what a generator iterates and yields from
     is_generator: bool
+    repeated: bool = False  # runs many times by design: an event handler, an engine's step
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,9 @@ class Describer:
                 if d and d.startswith(("device:gpu", "str:cuda", "str:mps", "str:xpu")):
                     return "device:gpu" if d.startswith("device") else d
             return a or b
+        if isinstance(expr, (ast.Tuple, ast.List)) and 1 < len(expr.elts) <= 16:
+            parts = [self.describe(e, scope, depth + 1) or "" for e in expr.elts]
+            return TUPLE + SEP.join(parts) if any(parts) else None
         if isinstance(expr, ast.Subscript):  # `dataloaders["train"]`
             inner = self.describe(expr.value, scope, depth + 1)
             return inner if inner and inner.startswith(("loader", "model")) else None
@@ -232,9 +240,10 @@ class Describer:
             return None
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
             return self.describe(value.elts[pos], scope, depth + 1)
-        if isinstance(value, ast.Call) and callee_tail(value) == "prepare" \
+        if isinstance(value, ast.Call) and callee_tail(value) in {"prepare", "setup_dataloaders"} \
                 and len(value.args) == len(target.elts):
-            return self.describe(value.args[pos], scope, depth + 1)
+            d = self.describe(value.args[pos], scope, depth + 1)
+            return d + "!gpu" if d and d.startswith("loader") else d
         if isinstance(value, ast.Call):
             d = self._call(value, scope, depth)
             if d and d.startswith("call:"):
@@ -268,8 +277,12 @@ class Describer:
                                                          "global:", "imp:"))):
                     return d if tail not in {"to", "cuda"} or d != "model" else "model"
                 return d if d in {"gpu", "cpu"} else None
-            if tail == "prepare" and len(call.args) == 1:
-                return self.describe(call.args[0], scope, depth + 1)
+            if tail in {"prepare", "setup_dataloaders"} and len(call.args) == 1:
+                d = self.describe(call.args[0], scope, depth + 1)
+                placer = (dotted(func.value) or "").rsplit(".", 1)[-1].lower()
+                if d and d.startswith("loader") and ("accelerator" in placer or "fabric" in placer):
+                    return d + "!gpu"
+                return d
         if tail in {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel",
                     "FSDP"} or (tail == "compile" and "torch" in qn):
             return "model"
@@ -346,6 +359,7 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
     """The summary of one indexed module."""
     d = Describer(index)
     s = ModuleSummary(index.path, imports=tuple(index.imports), facts=dict(index.facts))
+    handlers, handler_names = repeated_functions(index)
     for fns in index.functions.values():
         for fn in fns:
             qn = index.qualname_of(fn)
@@ -380,7 +394,8 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
             params = tuple(a.arg for a in fn.args.posonlyargs + fn.args.args)
             s.functions[qn] = FuncSummary(qn, fn.lineno, params, fn in index.class_of, marks,
                                           tuple(dict.fromkeys(callees)), has_loop, returns,
-                                          tuple(sorted(yields)), bool(ys))
+                                          tuple(sorted(yields)), bool(ys),
+                                          fn in handlers or fn.name in handler_names)
     for name, cls in index.classes.items():
         attrs: dict[str, str] = {}
         methods = []
@@ -427,6 +442,33 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
         s.loaders[lid] = LoaderSummary(lid, call.func.lineno, _pins(index, call))
     s.callsites = tuple(_callsites(index, d))
     return s
+
+
+# Calls that take a function and run it many times: ignite's `Engine(step)`,
+# `engine.add_event_handler(Events.X, fn)`, hooks.
+RUNNERS = frozenset({"Engine", "DeterministicEngine", "add_event_handler", "register_forward_hook",
+                     "register_full_backward_hook", "register_forward_pre_hook", "register_hook",
+                     "attach_handler"})
+
+
+def repeated_functions(index: ModuleIndex) -> tuple[set[FuncDef], set[str]]:
+    """Functions that run many times by design: decorated as event handlers
+    (`@trainer.on(Events.EPOCH_COMPLETED)`), or handed to an engine or a hook."""
+    decorated: set[FuncDef] = set()
+    for fns in index.functions.values():
+        for fn in fns:
+            for dec in fn.decorator_list:
+                target = dec.func if isinstance(dec, ast.Call) else dec
+                if (dotted(target) or "").rsplit(".", 1)[-1] in {"on", "register", "hook",
+                                                                  "every", "on_event"}:
+                    decorated.add(fn)
+    names: set[str] = set()
+    for tail in RUNNERS:
+        for call in index.calls_by_tail.get(tail, ()):
+            for a in [*call.args, *(k.value for k in call.keywords)]:
+                if isinstance(a, ast.Name):
+                    names.add(a.id)
+    return decorated, names
 
 
 def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:

@@ -30,6 +30,7 @@ from pitstop.lint.astutil import (
 from pitstop.lint.devices import CPU as DEV_CPU
 from pitstop.lint.devices import GPU as DEV_GPU
 from pitstop.lint.index import MODEL_FACTORY_RE, FuncDef
+from pitstop.lint.summary import BATCH_WRAPPERS
 
 if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
@@ -57,6 +58,12 @@ CREATORS = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "
                       "randint", "arange", "linspace", "eye", "zeros_like", "ones_like",
                       "empty_like", "full_like", "rand_like", "randn_like", "from_numpy",
                       "logspace", "randperm", "scalar_tensor"})
+# Calls on tensors whose result is no tensor.
+NOT_DERIVED = frozenset({"isinstance", "len", "print", "str", "repr", "format", "append", "extend",
+                         "update", "add_scalar", "log", "info", "debug", "warning", "set_postfix",
+                         "save", "dump", "id", "type", "hasattr", "getattr", "setattr",
+                         "backward", "step", "zero_grad", "clip_grad_norm_", "clip_grad_value_",
+                         "set_description", "write", "add_batch", "copy_", "record"})
 TORCH_MASKS = frozenset({"isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le",
                          "logical_and", "logical_or", "logical_not", "isclose", "any", "all"})
 
@@ -67,8 +74,29 @@ BUILDER_RE = re.compile(r"^(build|create|get|make|load|init|setup|construct|inst
                         r"encoder|decoder|unet|transformer|policy)s?$", re.IGNORECASE)
 
 
+PLACED = "!gpu"  # a loader whose batches arrive on the accelerator (accelerate, Fabric)
+# A value computed from GPU tensors by a function the analysis cannot see: probably a GPU
+# tensor. Reading it on the host (`.item()`, `.cpu()`) syncs; formatting it may not.
+DERIVED = "derived"
+# Methods of an accelerator object that hand back what they are given (placed).
+PLACERS = frozenset({"prepare", "setup_dataloaders", "prepare_data_loader"})
+COLLECTIVES = frozenset({"gather", "all_gather", "gather_for_metrics", "reduce", "all_reduce",
+                         "reduce_mean", "reduce_tensor", "pad_across_processes",
+                         "all_reduce_mean", "sync_tensor", "reduce_value", "concat_all_gather",
+                         "gather_tensor", "mean", "sum", "detach", "float"})
+
+
 def is_loader_kind(k: str | None) -> bool:
     return k is not None and k.startswith(LOADER)
+
+
+def is_model(k: str | None) -> bool:
+    """A module: ``model``, or ``model@MODULE|Class`` when its class is known."""
+    return k is not None and k.startswith(MODEL)
+
+
+def placed(k: str | None) -> bool:
+    return k is not None and k.endswith(PLACED)
 
 
 class ValueModel:
@@ -84,8 +112,11 @@ class ValueModel:
         name = dotted(func)
         if name is None:
             return False
-        if st.env.get(name) == MODEL or name in ctx.index.model_names:
+        if is_model(st.env.get(name)) or name in ctx.index.model_names:
             return True
+        k = st.env.get(name)
+        if k is not None and (k in (GPU, MASK, CPU) or k.startswith(("obj@", LOADER))):
+            return False  # a known value that is not a model
         if name == "self" and st.func is not None:
             cls = ctx.index.class_of.get(st.func)
             return cls is not None and (cls.name in ctx.index.module_classes or
@@ -105,10 +136,21 @@ class ValueModel:
             if MODEL_FACTORY_RE.search(qualname(node.func, self.ctx.aliases) or "") or \
                     BUILDER_RE.search(tail):
                 return True
-            return self._program_kind(node, st) == MODEL
+            return is_model(self._program_kind(node, st))
         if isinstance(node, (ast.Name, ast.Attribute)):
-            return st.env.get(dotted(node) or "") == MODEL or self.is_model_callee(node, st)
+            return is_model(st.env.get(dotted(node) or "")) or self.is_model_callee(node, st)
         return False
+
+    def module_kind(self, node: ast.AST, st: State, moved: ast.AST) -> str:
+        """The kind of a module moved with `.to()`/`.cuda()`: its class kept when known."""
+        k = self.kind(node, st)
+        if is_model(k):
+            return k  # type: ignore[return-value]
+        if isinstance(node, ast.Call):
+            prog = self._program_kind(node, st)
+            if is_model(prog):
+                return prog  # type: ignore[return-value]
+        return MODEL
 
     # ------------------------------------------------------------------ kinds
     def kind(self, node: ast.AST, st: State) -> str | None:
@@ -166,6 +208,11 @@ class ValueModel:
         if isinstance(node, ast.BoolOp):
             kinds = [self.kind(v, st) for v in node.values]
             return MASK if GPU in kinds or MASK in kinds else None
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            # a collection of GPU tensors counts as GPU data (`tuple(t.to(d) for t in b)`)
+            return GPU if self.kind(node.elt, st) == GPU else None
+        if isinstance(node, ast.DictComp):  # `{k: v.to(device) for k, v in batch.items()}`
+            return GPU if self.kind(node.value, st) == GPU else None
         return None
 
     def tuple_has_gpu(self, node: ast.AST, st: State) -> bool:
@@ -185,31 +232,48 @@ class ValueModel:
                 target = dev.value if dev is not None else (node.args[0] if node.args else None)
                 dk = ctx.devices.kind(target, st.func) if target is not None else None
                 if dk == DEV_GPU or (dk == "maybe" and ctx.gpu_program):
-                    return MODEL if recv == MODEL or self.looks_like_module(func.value, st) \
-                        else GPU
+                    return self.module_kind(func.value, st, node) if is_model(recv) or \
+                        self.looks_like_module(func.value, st) else GPU
                 if dk == DEV_CPU:
                     return CPU
                 if target is not None and dk is None:
                     other = self.kind(target, st)
                     if other in (GPU, MASK):
                         return GPU
-                return recv if recv in (GPU, MASK, CPU, MODEL) else None
+                return recv if recv in (GPU, MASK, CPU) or is_model(recv) else None
             if tail == "cuda":
-                return MODEL if recv == MODEL or self.looks_like_module(func.value, st) else GPU
+                return self.module_kind(func.value, st, node) if is_model(recv) or \
+                    self.looks_like_module(func.value, st) else GPU
             if tail == "cpu":  # a tensor or a module brought to the host
                 return CPU
-            if recv == MODEL and tail in MODEL_METHODS:
+            if is_model(recv) and tail in MODEL_METHODS:
                 return None
+            if is_model(recv) and tail in {"train", "eval", "float", "half", "bfloat16",
+                                           "requires_grad_", "to_empty"}:
+                return recv
             if recv in (GPU, MASK):
                 if tail in HOST_METHODS:
                     return CPU
                 if tail in MASK_METHODS:
                     return MASK
                 return GPU
-            if recv == MODEL and tail in {"forward", "generate", "__call__", "module"}:
+            if recv == DERIVED and tail in HOST_METHODS:
+                return CPU
+            if recv == DERIVED and tail in COLLECTIVES:
+                return DERIVED
+            if is_model(recv) and tail in {"forward", "generate", "__call__", "module"}:
                 return GPU if ctx.gpu_program else None
+            if tail in PLACERS and len(node.args) == 1:
+                inner = self.kind(node.args[0], st)
+                if is_loader_kind(inner) and not placed(inner):
+                    return f"{inner}{PLACED}"
+                return inner
             if recv is not None and recv.startswith("obj@"):
                 return None
+            if tail in COLLECTIVES and node.args and any(
+                    self.kind(a, st) in (GPU, MASK, DERIVED) for a in node.args
+                    if not isinstance(a, ast.Starred)):
+                return GPU  # accelerator.gather(loss), dist_util.reduce_mean(loss)
         qn = qualname(func, ctx.aliases) or ""
         if tail in {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel",
                     "FSDP", "compile"} and (tail != "compile" or "torch" in qn):
@@ -217,6 +281,13 @@ class ValueModel:
         if tail in {"float", "int", "bool", "len", "str", "repr", "round", "abs", "time",
                     "perf_counter"} and isinstance(func, ast.Name):
             return CPU
+        if tail in {"tuple", "list"} and isinstance(func, ast.Name) and len(node.args) == 1:
+            inner = self.kind(node.args[0], st)
+            return GPU if inner == GPU else None
+        if tail in BATCH_WRAPPERS and node.args and not isinstance(node.args[0], ast.Starred):
+            inner = self.kind(node.args[0], st)  # tqdm(loader), log_every(loader, 10)
+            if is_loader_kind(inner):
+                return inner
         if tail in {"allclose", "equal", "is_tensor", "is_floating_point", "is_complex",
                     "is_grad_enabled", "numel"} and qn.startswith("torch."):
             return CPU
@@ -236,6 +307,10 @@ class ValueModel:
         prog = self._program_kind(node, st)
         if prog is not None:
             return prog
+        sym = ctx.callee_sym(node, st)
+        if sym is not None and sym.kind == "func":
+            # a function of the program: what it returns, not what its name suggests
+            return self.return_kind_of_call(node, st)
         if tail[:1].isupper() and not tail.isupper() and tail not in {"Tensor", "DataLoader"} \
                 and isinstance(func, (ast.Name, ast.Attribute)) and not qn.startswith(
                     ("torch.utils", "numpy", "collections", "typing")):
@@ -253,8 +328,14 @@ class ValueModel:
             return GPU if any_gpu else None
         if qn.startswith(("numpy.", "np.", "math.")):
             return CPU
+        if self.moves_batch(node, st):
+            return GPU  # `to_device(batch, device)`, `prepare_batch(batch, device=device)`
         # a function of the program: what does it return for these arguments?
-        return self.return_kind_of_call(node, st)
+        found = self.return_kind_of_call(node, st)
+        if found is None and (any_gpu or DERIVED in argkinds) and not qn.startswith(
+                ("builtins", "torch.cuda", "torch.distributed")) and tail not in NOT_DERIVED:
+            return DERIVED  # `acc1, acc5 = accuracy(output, target)` (timm, torchmetrics...)
+        return found
 
     def _program_kind(self, node: ast.Call, st: State) -> str | None:
         """What the program model says a call returns: a model, a loader, an object."""
@@ -356,10 +437,26 @@ class ValueModel:
                     self.bind([t], v, st)
                 continue
             if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, ast.Call) \
-                    and callee_tail(value) == "prepare" and len(value.args) == len(target.elts):
+                    and callee_tail(value) in PLACERS and len(value.args) == len(target.elts):
                 for t, v in zip(target.elts, value.args, strict=True):  # accelerator.prepare
-                    self.bind([t], v, st)
+                    k = self.kind(v, st)
+                    for name in target_names(t):
+                        if k is None:
+                            st.env.pop(name, None)
+                        else:
+                            st.env[name] = f"{k}{PLACED}" if is_loader_kind(k) and not placed(k) else k
                 continue
+            if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, ast.Call) \
+                    and not any(isinstance(e, ast.Starred) for e in target.elts):
+                items = self._tuple_kinds(value, st, len(target.elts))
+                if items is not None:
+                    for t, k in zip(target.elts, items, strict=True):
+                        for name in target_names(t):
+                            if k is None:
+                                st.env.pop(name, None)
+                            else:
+                                st.env[name] = k
+                    continue
             k = self.kind(value, st)
             from_batch = self._from_batch(value, st)
             rare = ctx.loops.rarity(value, st) == "rare" if isinstance(
@@ -378,6 +475,32 @@ class ValueModel:
                     st.batch.discard(name)
                 if rare:
                     ctx.rare_names.add(name)
+
+    def moves_batch(self, call: ast.Call, st: State) -> bool:
+        """A helper handed batch data and a GPU device: it moves the batch there."""
+        if not st.batch or not any(root_name(a) in st.batch for a in call.args
+                                   if not isinstance(a, ast.Starred)):
+            return False
+        dev = kwarg(call, "device")
+        devices = self.ctx.devices
+        if dev is not None:
+            return devices.is_gpu(dev.value, st.func)
+        return any(devices.kind(a, st.func) in (DEV_GPU, "maybe") and devices.is_gpu(a, st.func)
+                   for a in call.args[1:] if isinstance(a, (ast.Name, ast.Attribute)))
+
+    def _tuple_kinds(self, call: ast.Call, st: State, n: int) -> list[str | None] | None:
+        """Kinds of the items of the tuple a program function returns, when known."""
+        ctx = self.ctx
+        sym = ctx.callee_sym(call, st)
+        if sym is None or sym.kind != "func":
+            k = self.kind(call, st)
+            return [k] * n if k in (GPU, DERIVED) else None
+        out = [ctx.kind_of_resolved(ctx.program.returns_item(sym.module, sym.name, i))
+               for i in range(n)]
+        if not any(out):
+            k = self.return_kind_of_call(call, st)
+            return [k] * n if k == GPU else None
+        return out
 
     def _from_batch(self, value: ast.expr, st: State) -> bool:
         """Is ``value`` (still host) batch data: a name holding a batch, an item of one,

@@ -24,8 +24,8 @@ from pitstop.lint.astutil import (
     target_names,
 )
 from pitstop.lint.index import LOOPS, FuncDef
-from pitstop.lint.loops import LIGHTNING_HOOKS
-from pitstop.lint.values import CPU, GPU, MASK, MODEL, is_loader_kind
+from pitstop.lint.loops import ENGINES, LIGHTNING_HOOKS
+from pitstop.lint.values import CPU, GPU, MASK, MODEL, is_loader_kind, is_model, placed
 
 if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
@@ -92,6 +92,7 @@ class Walker:
         top = State()
         self.walk_body(index.tree.body, top)
         global_env = dict(top.env)
+        engine_steps = self._framework_loops()
         for fns in index.functions.values():
             for fn in fns:
                 hook = LIGHTNING_HOOKS.get(fn.name)
@@ -104,6 +105,9 @@ class Walker:
                     env = {**global_env, **self.class_env(cls)}  # type: ignore[arg-type]
                     hot = HotLoop(fn, "forward", fn.lineno, ctx.path)
                     self.walk_body(fn.body, State(hot=hot, env=env, func=fn))
+                    continue
+                if fn in engine_steps:
+                    self._walk_engine_step(fn, global_env)
                     continue
                 if fn not in index.funcs_with_loops and not hook:
                     continue  # no loop of its own: walked only when a hot loop calls it
@@ -123,6 +127,47 @@ class Walker:
                     self.walk_body(fn.body, st)
                 else:
                     self.walk_body(fn.body, State(env=env, func=fn))
+
+    def _framework_loops(self) -> set[FuncDef]:
+        """Training loops run by a framework: ``create_supervised_trainer(...)`` (a loop
+        of its own, which moves batches to ``device``) and the step functions handed to
+        an ignite ``Engine``, which run once per batch. Returns the latter."""
+        ctx = self.ctx
+        index = ctx.index
+        steps: set[FuncDef] = set()
+        for tail in ENGINES:
+            for call in index.calls_by_tail.get(tail, ()):
+                arg = call.args[0] if call.args else None
+                if isinstance(arg, ast.Name):
+                    fn = index.module_function(arg.id)
+                    if fn is not None:
+                        steps.add(fn)
+        for tail in ("create_supervised_trainer", "create_supervised_evaluator"):
+            for call in index.calls_by_tail.get(tail, ()):
+                kind = "train" if tail.endswith("trainer") else "eval"
+                ctx.hot_loops.append(HotLoop(call, kind, call.lineno, ctx.path))
+                if kind == "train":
+                    ctx.has_train_loop = True
+                dev = kwarg(call, "device")
+                if dev is not None and ctx.devices.is_gpu(dev.value, index.owner.get(call)):
+                    ctx.note_batches_to_gpu(None)
+        return steps
+
+    def _walk_engine_step(self, fn: FuncDef, global_env: dict[str, str]) -> None:
+        """``def train_step(engine, batch)`` handed to ``Engine``: one call per batch."""
+        ctx = self.ctx
+        st = State(env=dict(global_env), func=fn)
+        kind = "train" if ctx.loops.has_markers(fn.body, st, into_loops=False) else "eval"
+        hot = HotLoop(fn, kind, fn.lineno, ctx.path)
+        ctx.hot_loops.append(hot)
+        if kind == "train":
+            ctx.has_train_loop = True
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        st = State(hot=hot, env=dict(global_env), func=fn,
+                   via=f"(`{fn.name}` runs once per batch of its Engine)")
+        if len(params) >= 2:
+            st.batch.add(params[1])
+        self.walk_body(fn.body, st)
 
     def param_env(self, fn: FuncDef) -> dict[str, str]:
         """What the program's callers pass for the function's parameters."""
@@ -191,7 +236,8 @@ class Walker:
                     and callee_tail(stmt.value) in {"to", "cuda"}:
                 for t in stmt.targets:
                     for n in target_names(t):
-                        st.env[n] = MODEL
+                        if not is_model(st.env.get(n)):
+                            st.env[n] = MODEL
         elif isinstance(stmt, ast.AugAssign):
             self.visit_expr(stmt.value, st)
             name = dotted(stmt.target)
@@ -280,10 +326,14 @@ class Walker:
             self.visit_expr(loop.iter, st)
             batchy = ctx.loops.is_batch_source(loop.iter, st)
             src = self._loader_kind(loop.iter, st) if batchy else None
+            on_device = batchy and placed(src or self._any_loader_kind(loop.iter, st))
             ik = ctx.values.kind(loop.iter, st)
             names = list(target_names(loop.target))
             for name in names:
-                if batchy:
+                if on_device:  # accelerate / Fabric moved the batch already
+                    inner.env[name] = GPU
+                    inner.batch.discard(name)
+                elif batchy:
                     inner.env.pop(name, None)
                     inner.batch.add(name)
                     if src:
@@ -292,15 +342,18 @@ class Walker:
                     inner.env[name] = GPU
                 else:
                     inner.env.pop(name, None)
+            if on_device:
+                ctx.note_batches_to_gpu(src)
             # enumerate(loader): the counter is a host int, not batch data
             if batchy and isinstance(loop.iter, ast.Call) and callee_tail(loop.iter) == "enumerate" \
                     and isinstance(loop.target, ast.Tuple) and loop.target.elts:
                 for name in target_names(loop.target.elts[0]):
                     inner.batch.discard(name)
                     inner.env[name] = CPU
-            if batchy and st.hot is None and kind is not None:
-                epochs = self._in_outer_loop(loop) or (
-                    st.func is not None and st.depth == 0 and ctx.program.called_in_loop(
+            if batchy:
+                # re-iterated: inside another loop, a hot loop, or a function called in one
+                epochs = self._in_outer_loop(loop) or st.hot is not None or (
+                    st.func is not None and ctx.program.called_in_loop(
                         ctx.key, ctx.index.qualname_of(st.func)))
                 ctx.note_loader_use(src, epochs=epochs)
         self.walk_body(loop.body, inner)
@@ -308,6 +361,16 @@ class Walker:
 
     def _in_outer_loop(self, loop: ast.AST) -> bool:
         return self.ctx.index.outer_loop.get(loop) is not None
+
+    def _any_loader_kind(self, it: ast.expr, st: State) -> str | None:
+        """The kind of the loader a batch iterable wraps, known or not."""
+        from pitstop.lint.astutil import unwrap_iterable
+
+        for inner in unwrap_iterable(it):
+            k = self.ctx.values.kind(inner, st)
+            if is_loader_kind(k):
+                return k
+        return None
 
     def _loader_kind(self, it: ast.expr, st: State) -> str | None:
         """The loader a batch iterable comes from (``loader@MODULE|ID``), if known."""
@@ -371,6 +434,9 @@ class Walker:
         """Remember that batch data goes to a GPU (the pin-memory rule asks)."""
         func = call.func
         if not isinstance(func, ast.Attribute) or func.attr not in {"to", "cuda"}:
+            if st.batch and self.ctx.values.moves_batch(call, st):
+                root = next((root_name(a) for a in call.args if root_name(a) in st.batch), None)
+                self.ctx.note_batches_to_gpu(st.batch_src.get(root or ""))
             return
         root = root_name(func.value)
         if root not in st.batch:

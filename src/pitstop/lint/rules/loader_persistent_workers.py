@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from pitstop.lint.astutil import dotted, kwarg
-from pitstop.lint.context import ModuleContext
+from pitstop.lint.context import ANY, USE_SEEN, ModuleContext
 from pitstop.lint.loaders import ABSENT
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import (
@@ -39,7 +39,13 @@ def check(ctx: ModuleContext) -> None:
         pw_values = arg_values(ctx, call, "persistent_workers")
         if {flag_state(ctx, v) for v in pw_values} != {"false"}:
             continue
-        condition = "" if iterated_for_epochs(ctx, call) else epochs_condition(ctx, call)
+        if taken_once(ctx, call):
+            continue  # `iter(DataLoader(...))` outside any loop: one iterator, workers kept
+        # Proven: iterated for epochs here, or by a loop elsewhere in the program. Else,
+        # when no loop of the program is seen to iterate it (its batches travel through
+        # code the analysis cannot follow), a training program re-iterates its loaders.
+        condition = "" if iterated_for_epochs(ctx, call) else \
+            f"{epochs_condition(ctx, call)}{ANY}-{USE_SEEN}{ctx.loader_key(call)} +train_program"
         line, col = call_position(ctx, call)
         nw = kwarg(call, "num_workers")
         nw_value = nw.value if nw is not None else next(
@@ -68,11 +74,21 @@ def check(ctx: ModuleContext) -> None:
         shown = ctx.segment(nw_value) if nw_value is not None else "?"
         ctx.report(
             CODE, call,
-            f"DataLoader with num_workers={shown} is iterated for several epochs "
-            "without persistent_workers=True: its worker processes are killed and re-spawned "
-            "(re-importing, re-opening files, re-building the dataset) at the start of every "
-            "epoch.",
+            f"DataLoader with num_workers={shown} and no persistent_workers=True: each time "
+            "it is iterated again (every epoch, every validation pass) its worker processes "
+            "are killed and re-spawned (re-importing, re-opening files, re-building the "
+            "dataset copy)" + ("; this program iterates it for several epochs." if not condition
+                               else "."),
             fix=fix, condition=condition,
         )
+
+
+def taken_once(ctx: ModuleContext, call: ast.Call) -> bool:
+    """Is the loader only ever turned into one iterator (`it = iter(DataLoader(...))`
+    outside any loop), so that its workers live as long as that iterator?"""
+    for it in ctx.index.calls_by_tail.get("iter", ()):
+        if it.args and it.args[0] is call and it not in ctx.index.calls_in_loop:
+            return True
+    return False
 
 
