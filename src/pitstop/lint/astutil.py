@@ -130,6 +130,27 @@ def root_name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+# Tensor methods that keep the data where it is (a batch reshaped is still the batch).
+_SAME_DATA = frozenset({"reshape", "view", "float", "half", "long", "int", "bool", "double",
+                        "permute", "transpose", "contiguous", "squeeze", "unsqueeze", "flatten",
+                        "type", "clone", "detach", "items", "values", "pin_memory", "expand",
+                        "repeat", "narrow", "split", "chunk", "t", "numpy"})
+
+
+def data_root(node: ast.AST) -> str | None:
+    """Like :func:`root_name`, also through methods that keep the data in place:
+    ``images`` for ``images.reshape(n, -1)``, ``batch`` for ``batch.items()``."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _SAME_DATA:
+            node = node.func.value
+        else:
+            break
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def unwrap_iterable(node: ast.expr) -> list[ast.expr]:
     """The loaders inside ``enumerate(tqdm(loader))`` / ``zip(a, b)``."""
     if isinstance(node, ast.Call):

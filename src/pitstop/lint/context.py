@@ -41,6 +41,7 @@ USE_EPOCHS = "loader_epochs:"
 USE_GPU = "loader_gpu:"
 USE_GPU_ANY = "loader_gpu_any:"
 USE_SEEN = "loader_seen:"  # a loop of the program iterates this loader
+USE_TRAINS = "loader_trains:"  # a training loop iterates this loader
 USE_TRAIN = "train_loop:"  # the module trains (a training loop, a framework trainer)
 OR = "\t"  # alternatives inside one condition token
 ANY = " || "  # alternative clauses of a condition
@@ -275,13 +276,15 @@ class ModuleContext:
         # the program's batches go to the GPU: so will those of its other loaders
         self.analysis.uses.add(USE_GPU_ANY + self.key)
 
-    def note_loader_use(self, loader_kind: str | None, *, epochs: bool) -> None:
-        """A loop iterates a loader: repeatedly (``epochs``) or once."""
+    def note_loader_use(self, loader_kind: str | None, *, epochs: bool, trains: bool) -> None:
+        """A loop iterates a loader: repeatedly (``epochs``) or once, training or not."""
         if loader_kind and loader_kind.startswith("loader@"):
             key = loader_kind[7:].removesuffix(PLACED)
             self.analysis.uses.add(USE_SEEN + key)
             if epochs:
                 self.analysis.uses.add(USE_EPOCHS + key)
+            if trains:
+                self.analysis.uses.add(USE_TRAINS + key)
 
     def batch_pinned(self, loader_kind: str | None) -> bool:
         """Do these batches come pinned: from a loader known to pin memory, or (loader

@@ -32,14 +32,21 @@ CONV_TAIL_RE = re.compile(
 CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
                           "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "GCNConv",
                           "SAGEConv", "GATConv"})
-# Layers and calls whose work is float32 matrix multiplication (what TF32 speeds up).
-MATMUL_TAILS = frozenset({"Linear", "LazyLinear", "Bilinear", "MultiheadAttention",
-                          "Transformer", "TransformerEncoder", "TransformerDecoder",
-                          "TransformerEncoderLayer", "TransformerDecoderLayer", "matmul", "bmm",
-                          "mm", "einsum", "baddbmm", "addmm", "scaled_dot_product_attention",
-                          "linear", "from_pretrained", "from_config", "Embedding", "LSTM", "GRU",
-                          "RNN", "GPT2LMHeadModel", "create_model"})
+# What decides whether TF32 for matmuls matters (cuDNN convolutions and RNNs already use
+# TF32 by default): work that is mostly matrix multiplication (attention, transformers,
+# explicit matmuls, step-by-step RNN cells), or Linear layers that are not a mere head on
+# a convolutional or recurrent network (an MLP, or a language model's vocabulary layer).
+MATMUL_HEAVY_TAILS = frozenset({"MultiheadAttention", "Transformer", "TransformerEncoder",
+                                "TransformerDecoder", "TransformerEncoderLayer",
+                                "TransformerDecoderLayer", "matmul", "bmm", "mm", "einsum",
+                                "baddbmm", "addmm", "scaled_dot_product_attention",
+                                "from_pretrained", "LSTMCell", "GRUCell", "RNNCell"})
+LINEAR_TAILS = frozenset({"Linear", "LazyLinear", "Bilinear", "linear", "GCNConv", "SAGEConv",
+                          "GATConv", "GATv2Conv", "GINConv", "PNAConv", "TransformerConv", "MLP"})
+EMBEDDING_TAILS = frozenset({"Embedding", "EmbeddingBag"})
+RNN_TAILS = frozenset({"LSTM", "GRU", "RNN"})
 _CONV_GCN = frozenset({"GCNConv", "SAGEConv", "GATConv"})  # graph "convolutions" are matmuls
+_HEAVY_CLASS_WORDS = ("Attention", "Transformer", "Attn")
 ACCEL_STRINGS = ("cuda", "mps", "xpu", "hpu", "npu", "gpu")
 _ACCEL_EXACT = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "gpu"})
 _ACCEL_HEADS = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "gpu", "cuda:", "mps:", "xpu:"})
@@ -51,7 +58,7 @@ _KIND: dict[type, str] = {
     ast.For: "loop", ast.AsyncFor: "loop", ast.While: "loop", ast.With: "with",
     ast.AsyncWith: "with", ast.FunctionDef: "func", ast.AsyncFunctionDef: "func",
     ast.ClassDef: "class", ast.Import: "import", ast.ImportFrom: "importfrom",
-    ast.List: "list", ast.Return: "return", ast.Yield: "yield", ast.YieldFrom: "yield",
+    ast.List: "list", ast.Dict: "dict", ast.Return: "return", ast.Yield: "yield", ast.YieldFrom: "yield",
     ast.BinOp: "binop",
 }
 # Fields never worth descending into (operators, contexts, plain strings and ints).
@@ -278,6 +285,10 @@ class ModuleIndex:
                 owner_map[node] = owner
             elif kind == "list":
                 self.lists.append(node)  # type: ignore[arg-type]
+            elif kind == "dict":  # a DeepSpeed config: {"fp16": {"enabled": True}}
+                for k in node.keys:  # type: ignore[attr-defined]
+                    if isinstance(k, ast.Constant) and k.value in {"fp16", "bf16", "amp"}:
+                        self.facts.setdefault("reduced_precision", k.lineno)
             elif kind == "return":
                 if owner is not None:
                     self.returns.setdefault(owner, []).append(node)  # type: ignore[arg-type]
@@ -287,7 +298,7 @@ class ModuleIndex:
             elif kind == "binop":
                 if isinstance(node.op, ast.MatMult):  # type: ignore[attr-defined]
                     self.matmul_binops += 1
-                    self.facts.setdefault("has_matmul", node.lineno)  # type: ignore[attr-defined]
+                    self.facts.setdefault("matmul_heavy", node.lineno)  # type: ignore[attr-defined]
             elif kind == "func":
                 fn: FuncDef = node  # type: ignore[assignment]
                 self.functions.setdefault(fn.name, []).append(fn)
@@ -297,6 +308,8 @@ class ModuleIndex:
             elif kind == "class":
                 cls: ast.ClassDef = node  # type: ignore[assignment]
                 self.classes.setdefault(cls.name, cls)
+                if any(w in cls.name for w in _HEAVY_CLASS_WORDS):
+                    self.facts.setdefault("matmul_heavy", cls.lineno)
                 for b in cls.bases:
                     btail = last_name(b) or ""
                     if btail.endswith("Module") or btail in {"LightningModule", "ModelMixin",
@@ -346,13 +359,19 @@ class ModuleIndex:
             elif kw.arg in {"fp16", "bf16"} and not (isinstance(kw.value, ast.Constant)
                                                      and kw.value.value is False):
                 facts.setdefault("reduced_precision", node.lineno)
-        if tail in CONV_CLASSES or CONV_TAIL_RE.fullmatch(tail):
-            if tail in _CONV_GCN:
-                facts.setdefault("has_matmul", node.lineno)
-            else:
-                facts.setdefault("has_conv", node.lineno)
-        if tail in MATMUL_TAILS:
-            facts.setdefault("has_matmul", node.lineno)
+        if (tail in CONV_CLASSES or CONV_TAIL_RE.fullmatch(tail)) and tail not in _CONV_GCN:
+            facts.setdefault("has_conv", node.lineno)
+        elif tail in {"from_pretrained", "from_config"} and ft is ast.Attribute and \
+                CONV_TAIL_RE.fullmatch(last_name(func.value) or ""):  # type: ignore[attr-defined]
+            facts.setdefault("has_conv", node.lineno)  # UNet2DConditionModel.from_pretrained
+        if tail in MATMUL_HEAVY_TAILS:
+            facts.setdefault("matmul_heavy", node.lineno)
+        elif tail in LINEAR_TAILS:
+            facts.setdefault("has_linear", node.lineno)
+        elif tail in EMBEDDING_TAILS:
+            facts.setdefault("has_embedding", node.lineno)
+        elif tail in RNN_TAILS:
+            facts.setdefault("has_rnn", node.lineno)
         if tail == "cuda":
             if ft is ast.Attribute:
                 self.gpu_origins.append((node.lineno, ".cuda()"))
@@ -383,10 +402,16 @@ class ModuleIndex:
             facts.setdefault("uses_ddp", node.lineno)
         elif tail == "no_sync":
             facts.setdefault("ddp_sync_control", node.lineno)
+        elif tail == "Fabric":
+            # Lightning Fabric puts the model and batches on the accelerator it finds
+            self.gpu_origins.append((node.lineno, "Fabric()"))
         elif tail == "Accelerator":
-            # Accelerate places the model and batches on the accelerator it finds
+            # Accelerate places the model and batches on the accelerator it finds; without
+            # mixed_precision= its precision comes from `accelerate config`, not the code
             self.gpu_origins.append((node.lineno, "Accelerator()"))
             facts.setdefault("accelerate", node.lineno)
+            if not any(k.arg in {"mixed_precision", None} for k in node.keywords):
+                facts.setdefault("precision_external", node.lineno)
         elif tail == "init_process_group":
             backend = node.args[0] if node.args else next(
                 (k.value for k in node.keywords if k.arg == "backend"), None)
@@ -401,6 +426,7 @@ class ModuleIndex:
                     self.cpu_device_lines.append(node.lineno)
         if tail in {"initialize", "deepspeed_init"} and "deepspeed" in (qualname(func, self.aliases) or ""):
             self.gpu_origins.append((node.lineno, "deepspeed.initialize()"))
+            facts.setdefault("precision_external", node.lineno)  # the DeepSpeed config's
 
     def _assign(self, node: ast.Assign) -> None:
         value = node.value

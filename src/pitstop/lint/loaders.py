@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pitstop.lint.astutil import callee_tail, kwarg, qualname
+from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname
 from pitstop.lint.index import FUNCS, LOOPS, FuncDef, ModuleIndex
 
 ABSENT = "absent"  # the argument is not passed on this path (the DataLoader default)
@@ -35,19 +35,97 @@ POSITIONS = {"batch_size": 1, "shuffle": 2, "sampler": 3, "batch_sampler": 4, "n
 Value = ast.expr | str  # an expression, ABSENT or UNRESOLVED
 
 
+# Drop-in replacements that take DataLoader's arguments and build one: torchdata's
+# StatefulDataLoader, webdataset's WebLoader, PyG's loaders, ignite's auto_dataloader
+# (which sets pin_memory itself on CUDA).
+DROP_INS = frozenset({"StatefulDataLoader", "WebLoader", "NeighborLoader", "LinkNeighborLoader",
+                      "auto_dataloader", "DataListLoader", "DenseDataLoader"})
+PINS_ITSELF = frozenset({"auto_dataloader"})
+
+
 def is_dataloader(index: ModuleIndex, call: ast.Call) -> bool:
-    if callee_tail(call) != "DataLoader" or "DataLoader" in index.classes:
-        return False
+    tail = callee_tail(call)
+    if tail in DROP_INS:
+        return tail not in index.classes and tail not in index.functions
+    if tail != "DataLoader" or "DataLoader" in index.classes:
+        return isinstance(call.func, ast.Name) and loader_alias(index, call) is not None
     qn = qualname(call.func, index.aliases) or ""
-    return qn == "DataLoader" or ("torch" in qn and qn.endswith(".DataLoader"))
+    return qn == "DataLoader" or (("torch" in qn or "geometric" in qn) and qn.endswith(".DataLoader"))
+
+
+def loader_alias(index: ModuleIndex, call: ast.Call) -> str | None:
+    """``loader = torch.utils.data.DataLoader if image_weights else InfiniteDataLoader``
+    then ``loader(dataset, ...)``: "plain" if it is always torch's DataLoader, "custom"
+    when it may be a subclass with its own iteration (it may keep its workers)."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    memo: dict[int, str | None] = index.__dict__.setdefault("_aliases_memo", {})
+    if id(call) in memo:
+        return memo[id(call)]
+    found = None
+    for a in index.scoped_assigns.get((index.owner.get(call), call.func.id), ()):
+        v = a.value
+        if v is None:
+            continue
+        branches = [v.body, v.orelse] if isinstance(v, ast.IfExp) else [v]
+        tails = [(dotted(b) or "").rsplit(".", 1)[-1] for b in branches]
+        if all(tails) and "DataLoader" in tails:
+            found = "custom" if any(t != "DataLoader" for t in tails) else "plain"
+    memo[id(call)] = found
+    return found
 
 
 def dataloader_calls(index: ModuleIndex) -> list[ast.Call]:
     cached: list[ast.Call] | None = getattr(index, "_dataloaders", None)
     if cached is None:
-        cached = [c for c in index.calls_by_tail.get("DataLoader", ()) if is_dataloader(index, c)]
+        tails = {"DataLoader", *DROP_INS}
+        aliases = {n for (_, n), assigns in index.scoped_assigns.items() if "." not in n
+                   and any("DataLoader" in ast.unparse(a.value) for a in assigns
+                           if isinstance(a.value, (ast.IfExp, ast.Attribute, ast.Name)))}
+        cached = [c for t in sorted(tails | aliases)
+                  for c in index.calls_by_tail.get(t, ()) if is_dataloader(index, c)]
+        cached.sort(key=lambda c: (c.lineno, c.col_offset))
         index._dataloaders = cached  # type: ignore[attr-defined]
     return cached
+
+
+def _dataset_arg(call: ast.Call) -> ast.expr | None:
+    ds = call.args[0] if call.args else next(
+        (k.value for k in call.keywords if k.arg in {"dataset", "data"}), None)
+    if isinstance(ds, ast.Call) and callee_tail(ds) in {"copy", "deepcopy"} and ds.args:
+        ds = ds.args[0]
+    return ds
+
+
+def dataset_on_device(index: ModuleIndex, call: ast.Call) -> bool:
+    """Is the loader's data already on the device (a PyG graph moved with `.to(device)`
+    before sampling): nothing left to pin."""
+    ds = _dataset_arg(call)
+    if ds is None:  # NeighborLoader(**kwargs) with kwargs = dict(data=data, ...)
+        vals = loader_arg(index, call, "data", gpu=True)
+        ds = next((v for v in vals if isinstance(v, ast.expr)), None)
+    if not isinstance(ds, ast.Name):
+        return False
+    scope = index.owner.get(call)
+    for a in index.scoped_assigns.get((scope, ds.id), ()):
+        v = a.value
+        if isinstance(v, ast.Call) and callee_tail(v) in {"to", "cuda"}:
+            return True
+    return False
+
+
+def in_memory_dataset(index: ModuleIndex, call: ast.Call) -> bool:
+    """Does the loader read a TensorDataset (tensors already in memory: workers only add
+    inter-process copies, and there is nothing to decode)?"""
+    ds = _dataset_arg(call)
+    if isinstance(ds, ast.Call):
+        return callee_tail(ds) == "TensorDataset"
+    if isinstance(ds, ast.Name):
+        scope = index.owner.get(call)
+        for a in index.scoped_assigns.get((scope, ds.id), ()):
+            if isinstance(a.value, ast.Call) and callee_tail(a.value) == "TensorDataset":
+                return True
+    return False
 
 
 def loader_id(call: ast.Call) -> str:

@@ -107,6 +107,7 @@ class Program:
         self._importers: dict[str, set[str]] | None = None
         self._callsites: dict[tuple[str, str], list[tuple[str, str, Any]]] | None = None
         self._settings: dict[str, Setting] | None = None
+        self._folders: dict[str, list[str]] | None = None
 
     def replaced(self, summary: ModuleSummary) -> Program:
         """This program with one module's summary replaced (a file being fixed)."""
@@ -210,7 +211,40 @@ class Program:
                                   ref.level)
         if sub is not None:
             return self.lookup(sub, rest) if rest else Sym("module", sub)
+        if mod is None:  # `from pkg import Name` whose pkg/__init__.py is not in the program
+            owner = self.defined_in_package(key, ref.module, ref.level, ref.name)
+            if owner is not None:
+                return self.lookup(owner, ref.name + (f".{rest}" if rest else ""))
         return None
+
+    def defined_in_package(self, key: str, module: str, level: int, name: str) -> str | None:
+        """The module of the folder ``module`` that defines ``name`` at its top level,
+        when the folder's ``__init__.py`` (which would re-export it) is not linted."""
+        memo_key = ("defined_in_package", key, module, level, name)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        found = None
+        folders = {os.path.dirname(c) for c in self.module_candidates(key, module, level)
+                   if c.endswith("__init__.py")}
+        for k in sorted(self._by_folder().keys() & folders):
+            for m in self._by_folder()[k]:
+                s = self.modules[m]
+                if name in s.classes or name in s.globals or (
+                        name in s.functions and not s.functions[name].is_method):
+                    found = m
+                    break
+            if found:
+                break
+        self._memo[memo_key] = found
+        return found
+
+    def _by_folder(self) -> dict[str, list[str]]:
+        if self._folders is None:
+            folders: dict[str, list[str]] = {}
+            for m in sorted(self.modules):
+                folders.setdefault(os.path.dirname(m), []).append(m)
+            self._folders = folders
+        return self._folders
 
     def _in_class(self, key: str, cls: str, rest: str, depth: int = 0) -> Sym | None:
         s = self.modules.get(key)
@@ -628,6 +662,10 @@ class Program:
                         imp.module or imp.level) else None
                     if mod is not None:
                         out.add(mod)
+                    elif imp.name:
+                        owner = self.defined_in_package(key, imp.module, imp.level, imp.name)
+                        if owner is not None:
+                            out.add(owner)
                     if imp.name:
                         sub = self.resolve_module(
                             key, f"{imp.module}.{imp.name}" if imp.module else imp.name, imp.level)

@@ -30,6 +30,7 @@ from pitstop.lint.astutil import (
 from pitstop.lint.devices import CPU as DEV_CPU
 from pitstop.lint.devices import GPU as DEV_GPU
 from pitstop.lint.index import MODEL_FACTORY_RE, FuncDef
+from pitstop.lint.loaders import DROP_INS
 from pitstop.lint.summary import BATCH_WRAPPERS
 
 if TYPE_CHECKING:
@@ -281,6 +282,11 @@ class ValueModel:
         if tail in {"float", "int", "bool", "len", "str", "repr", "round", "abs", "time",
                     "perf_counter"} and isinstance(func, ast.Name):
             return CPU
+        if tail == "DataLoader" or tail in DROP_INS:
+            from pitstop.lint.loaders import is_dataloader, loader_id
+
+            if is_dataloader(ctx.index, node):
+                return f"{LOADER}@{ctx.key}|{loader_id(node)}"
         if tail in {"tuple", "list"} and isinstance(func, ast.Name) and len(node.args) == 1:
             inner = self.kind(node.args[0], st)
             return GPU if inner == GPU else None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pitstop.lint.astutil import (
     callee_tail,
     children,
+    data_root,
     dotted,
     kwarg,
     last_name,
@@ -329,6 +330,10 @@ class Walker:
             on_device = batchy and placed(src or self._any_loader_kind(loop.iter, st))
             ik = ctx.values.kind(loop.iter, st)
             names = list(target_names(loop.target))
+            part_of = data_root(loop.iter) if not batchy else None
+            if part_of is not None and part_of in st.batch:
+                batchy = True  # `for k, v in batch.items():` the items are batch data
+                src = st.batch_src.get(part_of)
             for name in names:
                 if on_device:  # accelerate / Fabric moved the batch already
                     inner.env[name] = GPU
@@ -355,7 +360,9 @@ class Walker:
                 epochs = self._in_outer_loop(loop) or st.hot is not None or (
                     st.func is not None and ctx.program.called_in_loop(
                         ctx.key, ctx.index.qualname_of(st.func)))
-                ctx.note_loader_use(src, epochs=epochs)
+                trains = kind == "train" or (st.hot is not None and st.hot.kind == "train"
+                                             and not st.rare)
+                ctx.note_loader_use(src, epochs=epochs, trains=trains)
         self.walk_body(loop.body, inner)
         self.walk_body(loop.orelse, st)
 
@@ -435,10 +442,10 @@ class Walker:
         func = call.func
         if not isinstance(func, ast.Attribute) or func.attr not in {"to", "cuda"}:
             if st.batch and self.ctx.values.moves_batch(call, st):
-                root = next((root_name(a) for a in call.args if root_name(a) in st.batch), None)
+                root = next((data_root(a) for a in call.args if data_root(a) in st.batch), None)
                 self.ctx.note_batches_to_gpu(st.batch_src.get(root or ""))
             return
-        root = root_name(func.value)
+        root = data_root(func.value)
         if root not in st.batch:
             return
         if func.attr == "to":

@@ -7,7 +7,7 @@ import ast
 
 from pitstop.lint.astutil import dotted, kwarg
 from pitstop.lint.context import ANY, USE_SEEN, ModuleContext
-from pitstop.lint.loaders import ABSENT
+from pitstop.lint.loaders import ABSENT, loader_alias
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import (
     POSITIVE,
@@ -39,8 +39,9 @@ def check(ctx: ModuleContext) -> None:
         pw_values = arg_values(ctx, call, "persistent_workers")
         if {flag_state(ctx, v) for v in pw_values} != {"false"}:
             continue
-        if taken_once(ctx, call):
-            continue  # `iter(DataLoader(...))` outside any loop: one iterator, workers kept
+        if taken_once(ctx, call) or loader_alias(ctx.index, call) == "custom":
+            continue  # one iterator for the run (`iter(DataLoader(...))`, or a subclass
+            # that re-uses its workers): nothing is re-spawned
         # Proven: iterated for epochs here, or by a loop elsewhere in the program. Else,
         # when no loop of the program is seen to iterate it (its batches travel through
         # code the analysis cannot follow), a training program re-iterates its loaders.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.astutil import kwarg
+from pitstop.lint.astutil import callee_tail, kwarg
 from pitstop.lint.context import OR, USE_GPU, ModuleContext
-from pitstop.lint.loaders import ABSENT
+from pitstop.lint.loaders import ABSENT, PINS_ITSELF, dataset_on_device, in_memory_dataset
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import arg_values, call_position, dataloader_calls, flag_state
 
@@ -19,6 +19,9 @@ def check(ctx: ModuleContext) -> None:
     if not ctx.gpu_program:
         return
     for call in dataloader_calls(ctx):
+        if in_memory_dataset(ctx.index, call) or callee_tail(call) in PINS_ITSELF \
+                or dataset_on_device(ctx.index, call):
+            continue
         values = arg_values(ctx, call, "pin_memory")
         states = {flag_state(ctx, v) for v in values}
         if states != {"false"}:

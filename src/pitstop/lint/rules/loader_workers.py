@@ -7,7 +7,7 @@ import ast
 
 from pitstop.lint.astutil import kwarg
 from pitstop.lint.context import ModuleContext
-from pitstop.lint.loaders import ABSENT, POSITIONS
+from pitstop.lint.loaders import ABSENT, POSITIONS, in_memory_dataset
 from pitstop.lint.model import UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import (
     ZERO,
@@ -23,6 +23,8 @@ CODE = "LT002"
 
 def check(ctx: ModuleContext) -> None:
     for call in dataloader_calls(ctx):
+        if in_memory_dataset(ctx.index, call):
+            continue  # a TensorDataset: nothing to decode, workers would only copy tensors
         values = arg_values(ctx, call, "num_workers")
         scope = ctx.index.owner.get(call)
         judged = [number_state(ctx, v, scope) for v in values]

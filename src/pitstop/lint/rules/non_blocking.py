@@ -5,11 +5,23 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.astutil import callee_tail, kwarg, root_name
+from pitstop.lint.astutil import callee_tail, data_root, kwarg
 from pitstop.lint.context import ModuleContext, State
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 
 CODE = "LT008"
+
+
+def _pinned_chain(node: ast.AST) -> bool:
+    """`x.pin_memory().to(device)`: the tensor was pinned right there."""
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "pin_memory":
+                return True
+            node = node.func
+        else:
+            node = node.value
+    return False
 
 
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
@@ -18,15 +30,16 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     tail = node.func.attr
     if tail not in {"to", "cuda"}:
         return
-    root = root_name(node.func.value)
-    if root not in st.batch or (st.hot and st.hot.kind == "forward"):
+    root = data_root(node.func.value)
+    pinned_here = _pinned_chain(node.func.value)
+    if (root not in st.batch and not pinned_here) or (st.hot and st.hot.kind == "forward"):
         return
     if tail == "to":
         dev = kwarg(node, "device")
         target = dev.value if dev is not None else (node.args[0] if node.args else None)
         if target is None or not ctx.devices.is_gpu(target, st.func):
             return
-    if not ctx.batch_pinned(st.batch_src.get(root or "")):
+    if not pinned_here and not ctx.batch_pinned(st.batch_src.get(root or "")):
         return
     nb = kwarg(node, "non_blocking")
     line, col = node.func.lineno, ctx.char_column(node.func.lineno, node.func.col_offset)
