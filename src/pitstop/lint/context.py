@@ -318,7 +318,7 @@ class ModuleContext:
         line = getattr(node, "lineno", 1)
         col_bytes = getattr(node, "col_offset", 0)
         col = self.char_column(line, col_bytes)
-        key = (self.key, code, line, col)
+        key = (self.key, code, line, 0)  # one finding per line and code: one place
         if key in analysis._seen:
             return
         analysis._seen.add(key)

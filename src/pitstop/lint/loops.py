@@ -179,6 +179,8 @@ class LoopModel:
     # ------------------------------------------------------------------ classification
     def classify(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> str | None:
         body = loop.body
+        if body and isinstance(body[-1], (ast.Return, ast.Break, ast.Raise)):
+            return None  # its body runs once (a timing pass that returns after one batch)
         if self.has_markers(body, st, into_loops=False):
             return "train"
         if self.loop_batches(loop, st):
@@ -285,6 +287,20 @@ class LoopModel:
                 return "rare"
         return None
 
+    def gates_progress(self, test: ast.AST, st: State) -> bool:
+        """`if cur_nimg < tick_start + tick_len: continue`: what follows waits for a
+        counter to pass a threshold -- it runs once in a while, not every iteration."""
+        if isinstance(test, ast.BoolOp):
+            return any(self.gates_progress(v, st) for v in test.values)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+                test.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+            from pitstop.lint.values import GPU, MASK
+
+            sides = [test.left, test.comparators[0]]
+            return all(self.ctx.values.kind(s, st) not in (GPU, MASK) for s in sides) and any(
+                isinstance(s, ast.BinOp) for s in sides)
+        return False
+
     def periodic(self, test: ast.AST, st: State) -> bool:
         """Does ``test`` hold every N iterations (``(i + 1) % accum == 0``) or rarely?"""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
@@ -299,6 +315,12 @@ class LoopModel:
                 r"sync_gradients|accum|update|step", (dotted(test) or "").rsplit(".", 1)[-1]):
             return True  # `if accelerator.sync_gradients:`, `if do_update:`
         return self.rarity(test, st) == "rare"
+
+    def opt_in(self, test: ast.AST, st: State) -> bool:
+        """Is ``test`` a flag that is off unless asked for (also `if a and flag:`)?"""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self.opt_in(v, st) for v in test.values)
+        return isinstance(test, (ast.Name, ast.Attribute)) and self._opt_in(test, st)
 
     def _opt_in(self, test: ast.Name | ast.Attribute, st: State) -> bool:
         """A flag that is off unless the user asks: an option or config field defaulting

@@ -70,7 +70,8 @@ TORCH_MASKS = frozenset({"isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "
 
 
 # `build_model(cfg)`, `create_network()`, `get_backbone(...)`: functions that make a model
-BUILDER_RE = re.compile(r"^(build|create|get|make|load|init|setup|construct|instantiate)_?"
+BUILDER_RE = re.compile(r"^(build|create|get|make|load|init|setup|construct|instantiate|unwrap|"
+                        r"wrap|prepare)_?"
                         r"(model|net|network|backbone|generator|discriminator|classifier|"
                         r"encoder|decoder|unet|transformer|policy)s?$", re.IGNORECASE)
 
@@ -163,12 +164,14 @@ class ValueModel:
                 return st.env[name]
             if isinstance(node, ast.Attribute):
                 inner = self.kind(node.value, st)
-                if inner in (GPU, MASK):
+                if inner in (GPU, MASK, DERIVED):
                     if node.attr in META_ATTRS:
                         return CPU
+                    if inner == MASK and node.attr in {"T", "mT", "data"}:
+                        return MASK
                     if node.attr in {"T", "mT", "H", "data", "grad", "real", "imag"} or \
                             not node.attr.startswith("_"):
-                        return GPU  # outputs.logits, loss.data
+                        return inner if inner == DERIVED else GPU  # outputs.logits, loss.data
                 return None
             return None
         if isinstance(node, ast.Constant):
@@ -183,6 +186,8 @@ class ValueModel:
                 return MASK
             if GPU in (left, right) or MASK in (left, right):
                 return GPU
+            if DERIVED in (left, right):
+                return DERIVED
             if left == CPU and right == CPU:
                 return CPU
             return None
@@ -247,8 +252,8 @@ class ValueModel:
                     self.looks_like_module(func.value, st) else GPU
             if tail == "cpu":  # a tensor or a module brought to the host
                 return CPU
-            if is_model(recv) and tail in MODEL_METHODS:
-                return None
+            if tail in MODEL_METHODS and tail not in {"train", "eval", "apply", "float", "half"}:
+                return None  # model.parameters(), .state_dict(): no tensor
             if is_model(recv) and tail in {"train", "eval", "float", "half", "bfloat16",
                                            "requires_grad_", "to_empty"}:
                 return recv
@@ -258,10 +263,8 @@ class ValueModel:
                 if tail in MASK_METHODS:
                     return MASK
                 return GPU
-            if recv == DERIVED and tail in HOST_METHODS:
-                return CPU
-            if recv == DERIVED and tail in COLLECTIVES:
-                return DERIVED
+            if recv == DERIVED:
+                return CPU if tail in HOST_METHODS else (None if tail in NOT_DERIVED else DERIVED)
             if is_model(recv) and tail in {"forward", "generate", "__call__", "module"}:
                 return GPU if ctx.gpu_program else None
             if tail in PLACERS and len(node.args) == 1:
@@ -320,7 +323,13 @@ class ValueModel:
         if tail[:1].isupper() and not tail.isupper() and tail not in {"Tensor", "DataLoader"} \
                 and isinstance(func, (ast.Name, ast.Attribute)) and not qn.startswith(
                     ("torch.utils", "numpy", "collections", "typing")):
+            first = self.kind(node.args[0], st) if node.args and not isinstance(
+                node.args[0], ast.Starred) else None
+            if is_loader_kind(first):
+                return first  # CycleIterator(loader), DataPrefetcher(loader): its batches
             return MODEL if ctx.gpu_program else None
+        if BUILDER_RE.search(tail):  # `unwrap_model(unet)`, `build_model(cfg)`: a model
+            return MODEL
         if self.is_model_callee(func, st):
             return GPU if ctx.gpu_program else None
         argkinds = [self.kind(a, st) for a in node.args if not isinstance(a, ast.Starred)]
@@ -331,6 +340,14 @@ class ValueModel:
         if qn.startswith("torch.") and not qn.startswith(("torch.cuda.", "torch.distributed.")):
             if tail in TORCH_MASKS:
                 return MASK if any_gpu else None
+            if tail in {"stack", "cat", "concat", "concatenate"} and MASK in argkinds + [
+                    self.kind(e, st) for a in node.args if isinstance(a, (ast.Tuple, ast.List))
+                    for e in a.elts]:
+                return MASK  # a stack of boolean masks is a mask
+            if tail in {"stack", "cat", "concat"} and node.args and isinstance(
+                    node.args[0], (ast.Tuple, ast.List)) and any(
+                    self.kind(e, st) in (GPU, MASK) for e in node.args[0].elts):
+                return GPU
             return GPU if any_gpu else None
         if qn.startswith(("numpy.", "np.", "math.")):
             return CPU
@@ -379,8 +396,6 @@ class ValueModel:
         return tctx.values.return_kind(fn, env, st.depth + 1)
 
     def return_kind(self, fn: FuncDef, env: dict[str, str], depth: int) -> str | None:
-        from pitstop.lint.walk import State
-
         key = (id(fn), tuple(sorted(env.items())))
         memo = self._return_memo
         if key in memo:
@@ -389,25 +404,46 @@ class ValueModel:
         returns = self.ctx.index.returns.get(fn, [])
         result: str | None = None
         if returns:
-            sub = State(env=dict(env), depth=depth, func=fn)
-            # Assignments in source order (no findings) so that `x = x.to(device); return x`
-            # is known to return a GPU tensor.
-            steps = sorted((n for n in iter_shallow(fn.body, into_loops=True)
-                            if isinstance(n, (ast.Assign, ast.Call))),
-                           key=lambda n: (n.lineno, n.col_offset))
-            for n in steps:
-                if isinstance(n, ast.Assign):
-                    self.bind(n.targets, n.value, sub)
-                elif callee_tail(n) == "append" and len(n.args) == 1 \
-                        and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
-                        and self.kind(n.args[0], sub) == GPU:
-                    sub.env[n.func.value.id] = GPU  # its items are GPU tensors
+            sub = self._simulate(fn, env, depth)
             kinds = {self.kind(r.value, sub) if not isinstance(r.value, ast.Tuple) else
                      (GPU if any(self.kind(e, sub) == GPU for e in r.value.elts) else None)
                      for r in returns if r.value is not None}
             result = kinds.pop() if len(kinds) == 1 else (GPU if GPU in kinds else None)
         memo[key] = result
         return result
+
+    def _simulate(self, fn: FuncDef, env: dict[str, str], depth: int) -> State:
+        """The kinds of a function's names at its end, its assignments taken in source
+        order, no findings (`x = x.to(device); return x` returns a GPU tensor;
+        `out.append(gpu)` makes `out` a list of GPU tensors)."""
+        from pitstop.lint.walk import State
+
+        sub = State(env=dict(env), depth=depth, func=fn)
+        steps = sorted((n for n in iter_shallow(fn.body, into_loops=True)
+                        if isinstance(n, (ast.Assign, ast.Call))),
+                       key=lambda n: (n.lineno, n.col_offset))
+        for n in steps:
+            if isinstance(n, ast.Assign):
+                self.bind(n.targets, n.value, sub)
+            elif callee_tail(n) == "append" and len(n.args) == 1 \
+                    and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                    and (self.kind(n.args[0], sub) == GPU or self.tuple_has_gpu(n.args[0], sub)):
+                sub.env[n.func.value.id] = GPU  # its items are GPU tensors
+        return sub
+
+    def return_items(self, fn: FuncDef, env: dict[str, str], depth: int, n: int
+                     ) -> list[str | None] | None:
+        """Kinds of the items of the ``n``-tuple a function returns (`return out, lengths`)."""
+        tuples = [r.value for r in self.ctx.index.returns.get(fn, [])
+                  if isinstance(r.value, ast.Tuple) and len(r.value.elts) == n]
+        if not tuples:
+            return None
+        sub = self._simulate(fn, env, depth)
+        out: list[str | None] = []
+        for i in range(n):
+            kinds = {self.kind(t.elts[i], sub) for t in tuples}
+            out.append(kinds.pop() if len(kinds) == 1 else None)
+        return out
 
     def bind_params(self, fn: FuncDef, call: ast.Call | None, st: State,
                     callee_ctx: ModuleContext | None = None) -> dict[str, str]:
@@ -418,14 +454,24 @@ class ValueModel:
         if call is None:
             return env
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-        if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
-            params = params[1:]
-        for name, arg in zip(params, call.args, strict=False):
+        cctx = callee_ctx or self.ctx
+        if params and params[0] in {"self", "cls"} and fn in cctx.index.class_of:
+            cls = cctx.index.class_of[fn]
+            unbound = isinstance(call.func, ast.Attribute) and dotted(call.func.value) == cls.name
+            if not unbound:  # obj.method(x), obj(x) -> __call__/forward: self is obj
+                params = params[1:]
+        extra: list[ast.expr] = []
+        for i, arg in enumerate(call.args):
             if isinstance(arg, ast.Starred):
                 break
+            if i >= len(params):
+                extra.append(arg)
+                continue
             k = self.kind(arg, st)
             if k is not None:
-                env[name] = k
+                env[params[i]] = k
+        if fn.args.vararg is not None and any(self.kind(a, st) in (GPU, MASK) for a in extra):
+            env[fn.args.vararg.arg] = GPU  # `def add(self, *args)`: a tuple of GPU tensors
         for kw in call.keywords:
             if kw.arg:
                 k = self.kind(kw.value, st)
@@ -465,6 +511,9 @@ class ValueModel:
                     continue
             k = self.kind(value, st)
             from_batch = self._from_batch(value, st)
+            if from_batch and isinstance(value, ast.Call) and callee_tail(value) == "next" \
+                    and value.args and placed(self.kind(value.args[0], st)):
+                from_batch, k = False, GPU  # a batch that accelerate/Fabric already placed
             rare = ctx.loops.rarity(value, st) == "rare" if isinstance(
                 value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) else False
             src = st.batch_src.get(root_name(value) or "") if from_batch else None
@@ -503,10 +552,13 @@ class ValueModel:
             return [k] * n if k in (GPU, DERIVED) else None
         out = [ctx.kind_of_resolved(ctx.program.returns_item(sym.module, sym.name, i))
                for i in range(n)]
-        if not any(out):
-            k = self.return_kind_of_call(call, st)
-            return [k] * n if k == GPU else None
-        return out
+        if not any(out) and st.hot is not None and not st.rare and st.depth <= 2:
+            target = ctx.function_target(call, st)
+            if target is not None:
+                tctx, fn = target
+                env = self.bind_params(fn, call, st, tctx)
+                return tctx.values.return_items(fn, env, st.depth + 1, n)
+        return out if any(out) else None
 
     def _from_batch(self, value: ast.expr, st: State) -> bool:
         """Is ``value`` (still host) batch data: a name holding a batch, an item of one,

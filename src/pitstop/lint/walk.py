@@ -10,6 +10,7 @@ file.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -32,9 +33,12 @@ if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
 
 MAX_FOLLOW_DEPTH = 4
+# Functions that time or profile code: their loops synchronize on purpose.
+MEASURE_RE = re.compile(r"profil|bench|throughput|timing|measure|speed_test|latency",
+                        re.IGNORECASE)
 # The node types the per-batch rules look at (the others are walked through, not shown).
 RULE_NODES = frozenset({ast.Call, ast.FormattedValue, ast.Subscript, ast.BinOp, ast.If,
-                        ast.While, ast.Assert})
+                        ast.While, ast.Assert, ast.Slice})
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class HotLoop:
     kind: str  # "train", "eval", or "forward" (a module's forward(): once per batch)
     line: int
     path: str = ""
+    generates: bool = False  # calls .generate(): decoding reads every token on the host
+    measures: bool = False  # in a benchmark/profiling function: it syncs to time on purpose
 
     @property
     def describe(self) -> str:
@@ -68,6 +74,7 @@ class State:
     func: FuncDef | None = None
     no_grad: bool = False
     nested: bool = False  # inside a plain loop within the hot loop (`break` leaves only it)
+    optional: bool = False  # under an opt-in flag that is off by default: loops here are rare
 
     @property
     def per_batch(self) -> bool:
@@ -222,7 +229,8 @@ class Walker:
             if rest.hot is not None and not rest.rare and isinstance(stmt, ast.If) \
                     and not stmt.orelse and all(isinstance(s, (ast.Continue, ast.Return))
                                                 for s in stmt.body) \
-                    and loops.rarity(stmt.test, rest) == "frequent":
+                    and (loops.rarity(stmt.test, rest) == "frequent"
+                         or loops.gates_progress(stmt.test, rest)):
                 rest = replace(rest, rare=True)
 
     def walk_stmt(self, stmt: ast.stmt, st: State) -> None:
@@ -232,6 +240,9 @@ class Walker:
             return
         if isinstance(stmt, ast.Assign):
             self.visit_expr(stmt.value, st)
+            if st.per_batch and any(isinstance(t, ast.Subscript) for t in stmt.targets):
+                for rule in self.rules:  # `losses[k] = loss` into a CPU tensor copies it
+                    rule(ctx, stmt, st)
             values.bind(stmt.targets, stmt.value, st)
             if isinstance(stmt.value, ast.Call) and values.is_model_callee(stmt.value.func, st) \
                     and callee_tail(stmt.value) in {"to", "cuda"}:
@@ -241,6 +252,9 @@ class Walker:
                             st.env[n] = MODEL
         elif isinstance(stmt, ast.AugAssign):
             self.visit_expr(stmt.value, st)
+            if st.per_batch and isinstance(stmt.target, ast.Subscript):
+                for rule in self.rules:  # `m[:, mask] *= 0` reads and writes through a mask
+                    rule(ctx, stmt, st)
             name = dotted(stmt.target)
             if name:
                 k = values.kind(stmt.value, st)
@@ -252,6 +266,13 @@ class Walker:
                 values.bind([stmt.target], stmt.value, st)
         elif isinstance(stmt, ast.Expr):
             self.visit_expr(stmt.value, st)
+            value = stmt.value
+            if isinstance(value, ast.Call) and st.batch and values.moves_batch(value, st):
+                for a in value.args:  # `batch_to_device(batch, device)` moves it in place
+                    root = a.id if isinstance(a, ast.Name) else None
+                    if root in st.batch:
+                        st.batch.discard(root)
+                        st.env[root] = GPU
         elif isinstance(stmt, ast.Return):
             if stmt.value is not None:
                 self.visit_expr(stmt.value, st)
@@ -259,6 +280,11 @@ class Walker:
             self.visit_expr(stmt.test, st)
             self.check_test(stmt.test, stmt, st)
             rare = ctx.loops.rarity(stmt.test, st) == "rare"
+            if st.hot is None and not st.optional and ctx.loops.opt_in(stmt.test, st):
+                # `if use_fsdp_eval:` (a parameter defaulting to False) around a loop
+                self.walk_body(stmt.body, replace(st, optional=True))
+                self.walk_body(stmt.orelse, st)
+                return
             self.walk_body(stmt.body, replace(st, rare=True) if st.hot and (
                 rare or self._leaves_loop(stmt.body, st)) else st)
             self.walk_body(stmt.orelse, replace(st, rare=True) if st.hot and stmt.orelse
@@ -310,10 +336,12 @@ class Walker:
 
     def _walk_loop(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> None:
         ctx = self.ctx
-        kind = ctx.loops.classify(loop, st)
+        kind = ctx.loops.classify(loop, st) if not st.optional else None
         inner = st
         if kind is not None and (st.hot is None or st.rare):
-            hot = HotLoop(loop, kind, loop.lineno, ctx.path)
+            hot = HotLoop(loop, kind, loop.lineno, ctx.path,
+                          generates=kind == "eval" and _generates(loop),
+                          measures=st.func is not None and MEASURE_RE.search(st.func.name) is not None)
             ctx.hot_loops.append(hot)
             if kind == "train":
                 ctx.has_train_loop = True
@@ -429,6 +457,13 @@ class Walker:
                     elif ctx.values.kind(gen.iter, st) == GPU:
                         for n in target_names(gen.target):
                             st.env[n] = GPU
+                    elif isinstance(gen.iter, ast.Call) and callee_tail(gen.iter) == "zip" \
+                            and isinstance(gen.target, ast.Tuple) \
+                            and len(gen.target.elts) == len(gen.iter.args):
+                        for t, a in zip(gen.target.elts, gen.iter.args, strict=True):
+                            if ctx.values.kind(a, st) == GPU:  # `for a, b in zip(xs, gpu)`
+                                for n in target_names(t):
+                                    st.env[n] = GPU
             if node.__class__ in RULE_NODES:
                 for rule in rules:
                     rule(ctx, node, st)
@@ -506,3 +541,7 @@ class Walker:
 
 def is_loader_value(k: str | None) -> bool:
     return is_loader_kind(k)
+
+
+def _generates(loop: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and callee_tail(n) == "generate" for n in ast.walk(loop))

@@ -7,6 +7,7 @@ import re
 
 from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname
 from pitstop.lint.context import GPU, MASK, ModuleContext, State
+from pitstop.lint.values import CREATORS, DERIVED
 
 CODE = "LT001"
 
@@ -27,7 +28,7 @@ LOGGER_OWNER_RE = re.compile(r"(^|\.)(wandb|run|writer|logger|mlflow|tracker|exp
 PROGRESS_CALLS = frozenset({"set_postfix", "set_description", "set_postfix_str"})
 NONZERO = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive",
                      "nonzero_static"})
-CONVERTERS = frozenset({"float", "int", "bool", "complex", "str", "repr", "list", "tuple"})
+CONVERTERS = frozenset({"float", "int", "bool", "complex", "str", "repr"})
 MATH_FUNCS = frozenset({"isfinite", "isnan", "isinf", "sqrt", "log", "exp", "floor", "ceil",
                         "fabs"})
 
@@ -59,9 +60,61 @@ def _gpu(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
     return ctx.kind(node, st) in (GPU, MASK) or ctx.values.tuple_has_gpu(node, st)
 
 
+def _stringish(node: ast.AST) -> bool:
+    """A string expression: `"%f"`, `'%10s' * 2 + '%10.4g' * 6`, an f-string."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        return _stringish(node.left) or _stringish(node.right)
+    return False
+
+
+def _mixed_mask_index(ctx: ModuleContext, index: ast.AST, st: State) -> bool:
+    """`x[:, mask]`, `x[idx, mask]`: a boolean GPU mask among several indices."""
+    return isinstance(index, ast.Tuple) and any(ctx.kind(e, st) == MASK for e in index.elts)
+
+
+def _host_tensor(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
+    """A tensor that lives on the host: `torch.zeros(n)` with no device, or `.cpu()`."""
+    name = dotted(node)
+    if name is None or "." in name:
+        return False
+    for a in ctx.index.scoped_assigns.get((st.func, name), ()):
+        v = a.value
+        if isinstance(v, ast.Call):
+            qn = qualname(v.func, ctx.aliases) or ""
+            if (qn.startswith("torch.") and callee_tail(v) in CREATORS
+                    and kwarg(v, "device") is None) or callee_tail(v) == "cpu":
+                return True
+    return False
+
+
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     if st.hot is not None and st.hot.kind == "forward":
         return  # the devices of forward()'s arguments are unknown: no guessing
+    if st.hot is not None and (st.hot.generates or st.hot.measures):
+        return  # decoding reads every token on the host anyway; a benchmark syncs to time
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            if not isinstance(t, ast.Subscript):
+                continue
+            if _host_tensor(ctx, t.value, st) and ctx.kind(node.value, st) in (GPU, MASK):
+                _report(ctx, node, st, f"stores a GPU tensor into the host tensor "
+                        f"`{ctx.segment(t.value)}`, copying it to the host", "setitem")
+            elif _mixed_mask_index(ctx, t.slice, st) and ctx.kind(t.value, st) in (GPU, MASK):
+                _report(ctx, node, st, "indexes with a boolean GPU mask next to other indices, "
+                        "which the host must turn into positions (a sync)", "boolean-mask")
+        return
+    if isinstance(node, ast.Slice):
+        for part in (node.lower, node.upper, node.step):
+            if part is not None and ctx.kind(part, st) in (GPU, MASK):
+                _report(ctx, part, st, "is a GPU tensor used as a slice bound, which the host "
+                        "must read", "slice")
+                return
+        return
     if isinstance(node, ast.Call):
         _check_call(ctx, node, st)
     elif isinstance(node, ast.FormattedValue):
@@ -69,13 +122,12 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
             _report(ctx, node.value, st, "formats a GPU tensor into a string, copying it to the "
                     "host", "format")
     elif isinstance(node, ast.Subscript):
-        if isinstance(node.ctx, ast.Load) and ctx.kind(node.slice, st) == MASK \
-                and ctx.kind(node.value, st) in (GPU, MASK):
+        if isinstance(node.ctx, ast.Load) and (ctx.kind(node.slice, st) == MASK or _mixed_mask_index(
+                ctx, node.slice, st)) and ctx.kind(node.value, st) in (GPU, MASK):
             _report(ctx, node, st, "indexes with a boolean GPU mask, whose result size the host "
                     "must read back", "boolean-mask")
     elif isinstance(node, ast.BinOp):
-        if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) \
-                and isinstance(node.left.value, str) and _gpu(ctx, node.right, st):
+        if isinstance(node.op, ast.Mod) and _stringish(node.left) and _gpu(ctx, node.right, st):
             _report(ctx, node, st, "formats a GPU tensor into a string with `%`, copying it "
                     "to the host", "format")
     elif isinstance(node, (ast.If, ast.While, ast.Assert)):
@@ -84,15 +136,16 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
                 "needs its value on the host", "control-flow")
 
 
-RULE_NODES = (ast.Call, ast.FormattedValue, ast.Subscript, ast.BinOp, ast.If, ast.While,
-              ast.Assert)
-
-
 def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
     func = node.func
     tail = callee_tail(node)
     if isinstance(func, ast.Attribute):
         recv = ctx.kind(func.value, st)
+        if recv == DERIVED and tail in HOST_COPY:
+            # computed from GPU tensors by a function we cannot see (timm's accuracy())
+            _report(ctx, node, st, HOST_COPY[tail].replace("a GPU", "what is most likely a "
+                                                           "GPU"), tail)
+            return
         if recv in (GPU, MASK):
             if tail in HOST_COPY:
                 _report(ctx, node, st, HOST_COPY[tail], tail)
@@ -131,12 +184,9 @@ def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
                 "number", "logger")
         return
     if isinstance(func, ast.Name):
-        if (tail in CONVERTERS and node.args and _gpu(ctx, node.args[0], st) and tail not in (
-                "list", "tuple")) or (tail in {"list", "tuple"} and node.args
-                                     and ctx.kind(node.args[0], st) in (GPU, MASK)):
-            what = {"list": "a Python list", "tuple": "a Python tuple"}.get(tail, f"a Python {tail}")
-            _report(ctx, node, st, f"converts a GPU tensor to {what}, copying it to the host",
-                    tail)
+        if tail in CONVERTERS and node.args and _gpu(ctx, node.args[0], st):
+            _report(ctx, node, st, f"converts a GPU tensor to a Python {tail}, copying it to "
+                    "the host", tail)
             return
         if tail == "print" and any(_gpu(ctx, a, st) for a in node.args
                                    if not isinstance(a, ast.JoinedStr)):
