@@ -332,7 +332,8 @@ class ModuleIndex:
         if attr in {"autocast", "bfloat16", "float16", "half"}:
             # (a GradScaler alone lowers no precision: without autocast it scales an fp32 loss)
             facts.setdefault("reduced_precision", node.lineno)
-        elif attr in {"no_sync", "require_backward_grad_sync"}:
+        elif attr in {"no_sync", "require_backward_grad_sync", "accumulate"}:
+            # (`with accelerator.accumulate(model):` skips the sync on micro-steps)
             facts.setdefault("ddp_sync_control", node.lineno)
         elif attr in {"DistributedDataParallel", "FullyShardedDataParallel"}:
             facts.setdefault("uses_ddp", node.lineno)
@@ -398,7 +399,8 @@ class ModuleIndex:
         elif tail == "use_deterministic_algorithms":
             if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is True:
                 facts.setdefault("deterministic", node.lineno)
-        elif tail in {"DistributedDataParallel", "FullyShardedDataParallel", "DDP", "FSDP"}:
+        elif tail in {"DistributedDataParallel", "FullyShardedDataParallel", "DDP", "FSDP",
+                      "auto_model"}:  # (ignite's idist.auto_model wraps in DDP when distributed)
             facts.setdefault("uses_ddp", node.lineno)
         elif tail == "no_sync":
             facts.setdefault("ddp_sync_control", node.lineno)
@@ -410,6 +412,7 @@ class ModuleIndex:
             # mixed_precision= its precision comes from `accelerate config`, not the code
             self.gpu_origins.append((node.lineno, "Accelerator()"))
             facts.setdefault("accelerate", node.lineno)
+            facts.setdefault("uses_ddp", node.lineno)  # DDP when launched on several GPUs
             if not any(k.arg in {"mixed_precision", None} for k in node.keywords):
                 facts.setdefault("precision_external", node.lineno)
         elif tail == "init_process_group":

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from pitstop.lint.context import LOOPS, ModuleContext, State
+from pitstop.lint.index import FUNCS
 
 CODE = "LT010"
 _GUARDS = (ast.If, *LOOPS)
@@ -30,32 +31,30 @@ def _calls_with_guards(stmts: list[ast.stmt], guards: tuple[ast.AST, ...] = ()
 
 
 def check(ctx: ModuleContext) -> None:
-    if "backward" not in ctx.text:
+    if "backward" not in ctx.text and "scaler" not in ctx.text:
         return
     for hot in ctx.hot_loops:
-        if hot.kind != "train" or not isinstance(hot.node, LOOPS):
+        if hot.kind != "train" or not isinstance(hot.node, (*LOOPS, *FUNCS)):
             continue
-        backward: tuple[ast.Call, tuple[ast.AST, ...]] | None = None
-        step: tuple[ast.Call, tuple[ast.AST, ...]] | None = None
+        backwards: list[tuple[ast.Call, tuple[ast.AST, ...]]] = []
+        steps: list[tuple[ast.Call, tuple[ast.AST, ...]]] = []
+        combined: list[ast.Call] = []  # a callable that runs both (`loss_scaler(loss, opt)`)
+        st = State(func=hot.node if isinstance(hot.node, FUNCS) else ctx.index.owner.get(hot.node))
         for call, gs in _calls_with_guards(hot.node.body):
-            if not ctx.is_optimizer_step(call):
-                continue
-            is_backward = isinstance(call.func, ast.Attribute) and call.func.attr == "backward"
-            if is_backward and backward is None:
-                backward = (call, gs)
-            elif not is_backward and step is None:
-                step = (call, gs)
-        if backward is None or step is None:
-            continue
-        b, gb = backward
-        _, gs = step
-        accumulates = any(g not in gb for g in gs if isinstance(g, ast.If)
-                          and ctx.loops.periodic(g.test, State())) \
-            or any(isinstance(g, LOOPS) and g not in gs for g in gb)
-        if not accumulates:
+            if ctx.is_optimizer_step(call):
+                is_backward = isinstance(call.func, ast.Attribute) and call.func.attr == "backward"
+                (backwards if is_backward else steps).append((call, gs))
+            elif ctx.loops.call_steps(call, st):
+                combined.append(call)
+        found = _accumulating(ctx, backwards, steps, st)
+        if found is None:
+            # `loss_scaler(loss, optimizer, update_grad=(idx + 1) % accum == 0)`
+            found = next((c for c in combined if any(
+                ctx.loops.periodic(k.value, st) for k in c.keywords)), None)
+        if found is None:
             continue
         ctx.report(
-            CODE, b,
+            CODE, found,
             "gradient accumulation under DistributedDataParallel: every micro-step's "
             "backward() all-reduces the gradients although only the last one before "
             "optimizer.step() needs to. Run the other micro-steps under `model.no_sync()` "
@@ -63,3 +62,17 @@ def check(ctx: ModuleContext) -> None:
             condition="+uses_ddp -ddp_sync_control",
             evidence=(("loop_line", hot.line),),
         )
+
+
+def _accumulating(ctx: ModuleContext, backwards: list[tuple[ast.Call, tuple[ast.AST, ...]]],
+                  steps: list[tuple[ast.Call, tuple[ast.AST, ...]]], st: State) -> ast.Call | None:
+    """The backward() that runs on micro-steps without an optimizer step: the step is
+    under a periodic guard the backward is not under, or the backward is in an inner loop
+    the step is outside of."""
+    for b, gb in backwards:
+        for _s, gs in steps:
+            if any(g not in gb for g in gs if isinstance(g, ast.If)
+                   and ctx.loops.periodic(g.test, st)) or any(
+                    isinstance(g, LOOPS) and g not in gs for g in gb):
+                return b
+    return None
