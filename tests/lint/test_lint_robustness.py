@@ -123,3 +123,40 @@ def test_missing_path_beats_findings(tmp_path, pitstop_cli) -> None:
     r = pitstop_cli("lint", str(tmp_path / "good.py"), str(tmp_path / "nope"))
     assert r.returncode == 2, r.stderr
     assert "good.py:6:11: LT001" in r.stdout
+
+
+def test_fifo_and_device_files_are_skipped_unopened(tmp_path, pitstop_cli) -> None:
+    # A FIFO named *.py would block a reader forever (issue 10); a device file would
+    # never end. Both are skipped with a warning, never opened.
+    (tmp_path / "good.py").write_text(TRAIN)
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "zero.py").symlink_to("/dev/zero")
+    r = pitstop_cli("lint", str(tmp_path), "--format", "json", timeout=60)
+    assert r.returncode == 1, r.stderr  # the findings of good.py, nothing else
+    assert f"{tmp_path / 'pipe.py'}: warning: skipped: a FIFO" in r.stderr
+    assert f"{tmp_path / 'zero.py'}: warning: skipped: a device file" in r.stderr
+    import json
+
+    entries = json.loads(r.stdout)
+    assert {e["name"] for e in entries if e["code"] is None} == {"skipped"}
+    # named on the command line: the same, and no "No findings in 0 files"
+    r = pitstop_cli("lint", str(tmp_path / "pipe.py"), timeout=60)
+    assert r.returncode == 0 and "warning: skipped" in r.stderr and "No findings" not in r.stdout
+
+
+def test_parse_failures_are_in_json_and_sarif(tmp_path, pitstop_cli) -> None:
+    import json
+
+    (tmp_path / "good.py").write_text(TRAIN)
+    (tmp_path / "broken.py").write_text("import torch\ndef f(:\n")
+    r = pitstop_cli("lint", str(tmp_path), "--format", "json")
+    entries = json.loads(r.stdout)
+    bad = [e for e in entries if e["code"] is None]
+    assert len(bad) == 1 and bad[0]["path"].endswith("broken.py") and bad[0]["line"] == 2
+    assert "syntax error" in bad[0]["message"] and bad[0]["severity"] == "error"
+    assert any(e["code"] == "LT001" for e in entries)
+    r = pitstop_cli("lint", str(tmp_path), "--format", "sarif")
+    run = json.loads(r.stdout)["runs"][0]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert any("broken.py" in n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+               and "syntax error" in n["message"]["text"] for n in notes)

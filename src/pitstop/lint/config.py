@@ -1,4 +1,5 @@
-"""``[tool.pitstop.lint]`` in pyproject.toml: select, ignore, per-file-ignores, exclude."""
+"""``[tool.pitstop.lint]`` in pyproject.toml: select, ignore, per-file-ignores, exclude,
+device, include-tests."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ class LintConfig:
     exclude: tuple[str, ...] = ()
     root: Path = field(default_factory=Path.cwd)  # per-file-ignores/exclude are relative to it
     source: str = "defaults"
+    device: str = "auto"  # "auto": decide from the code; "gpu" / "cpu": the program runs there
+    include_tests: bool = False  # lint test code with the hot-loop and loader rules too
 
     def ignored_for(self, path: Path) -> tuple[str, ...]:
         """Codes ignored for ``path`` by per-file-ignores."""
@@ -35,6 +38,9 @@ class LintConfig:
             return False
         rel = _relative(path, self.root)
         return any(_glob_match(rel, p) for p in self.exclude)
+
+
+DEVICES = ("auto", "gpu", "cpu")
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -96,7 +102,7 @@ def load_config(pyproject: Path | None) -> LintConfig:
         return LintConfig(root=pyproject.parent, source=f"{pyproject} (no [tool.pitstop.lint])")
     if not isinstance(section, dict):
         raise UsageError(f"{pyproject}: [tool.pitstop.lint] must be a table")
-    known = {"select", "ignore", "per-file-ignores", "exclude"}
+    known = {"select", "ignore", "per-file-ignores", "exclude", "device", "include-tests"}
     unknown = set(section) - known
     if unknown:
         raise UsageError(f"{pyproject}: unknown key(s) in [tool.pitstop.lint]: "
@@ -105,7 +111,15 @@ def load_config(pyproject: Path | None) -> LintConfig:
     if not isinstance(pfi, dict):
         raise UsageError(f"{pyproject}: [tool.pitstop.lint] per-file-ignores must be a table "
                          "of glob = [codes]")
+    device = section.get("device", "auto")
+    if device not in DEVICES:
+        raise UsageError(f"{pyproject}: [tool.pitstop.lint] device must be one of "
+                         f"{', '.join(DEVICES)}, not {device!r}")
+    include_tests = section.get("include-tests", False)
+    if not isinstance(include_tests, bool):
+        raise UsageError(f"{pyproject}: [tool.pitstop.lint] include-tests must be true or false")
     return LintConfig(
+        device=device, include_tests=include_tests,
         select=_strings(section.get("select", ["LT"]), "select", str(pyproject)),
         ignore=_strings(section.get("ignore", []), "ignore", str(pyproject)),
         per_file_ignores=tuple((k, _strings(v, f"per-file-ignores.{k}", str(pyproject)))

@@ -315,6 +315,8 @@ class ModuleContext:
         analysis = self.analysis
         if not analysis.reportable(self.key):
             return
+        if code in GPU_ONLY and self.options.device == "cpu":
+            return  # `--device cpu`: the program is known to run on CPUs only
         line = getattr(node, "lineno", 1)
         col_bytes = getattr(node, "col_offset", 0)
         col = self.char_column(line, col_bytes)

@@ -67,10 +67,13 @@ def local_world_size() -> int:
 
 
 def default_options(selection: Selection | None = None, *, device: str = "auto",
-                    include_tests: bool = False) -> LintOptions:
+                    include_tests: bool = False,
+                    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = (),
+                    ignore_root: str = "") -> LintOptions:
     return LintOptions(selection=selection or Selection(), cpus=cpus_usable(),
                        local_world_size=local_world_size(), device=device,
-                       include_tests=include_tests)
+                       include_tests=include_tests, per_file_ignores=per_file_ignores,
+                       ignore_root=ignore_root)
 
 
 def decode(data: bytes) -> str:
@@ -469,13 +472,14 @@ def second_look(results: list[FileResult], program: Program, options: LintOption
         again = _map(_relint_chunk, items, jobs, None)
     finally:
         _PROGRAM, _LINTED, _TESTS = None, frozenset(), frozenset()
-    for r in again:
+    for r in again:  # own findings first: another file's second look may add to them
         old = by_path[r.path]
         if r.diagnostics:
             old.diagnostics.extend(r.diagnostics)
             continue
         old.findings = [f for f in r.findings if f.path == r.path]
         old.uses = r.uses
+    for r in again:
         for f in r.findings:
             if f.path != r.path and f.path in by_path:
                 by_path[f.path].findings.append(f)

@@ -67,8 +67,24 @@ def summary_text(findings: Sequence[LintFinding], files: int, *, unsafe: bool,
     return " ".join(parts) + "\n"
 
 
-def render_json(findings: Sequence[LintFinding]) -> str:
-    return json.dumps([f.to_dict() for f in findings], indent=2) + "\n"
+def render_json(findings: Sequence[LintFinding], diagnostics: Sequence[Diagnostic] = ()) -> str:
+    """The findings, then every file that could not be (fully) checked, as entries with
+    ``"code": null`` (as ruff reports syntax errors): a syntax error is in the JSON too,
+    not only on stderr."""
+    items: list[dict[str, Any]] = [f.to_dict() for f in findings]
+    for d in diagnostics:
+        items.append({
+            "path": d.path, "line": d.line, "column": d.column, "end_line": None,
+            "end_column": None, "code": None, "name": DIAGNOSTIC_NAMES.get(d.kind, d.kind),
+            "category": "diagnostic", "severity": "error" if d.kind in {"error", "input",
+                                                                        "internal"} else d.kind,
+            "message": d.message, "fix": None, "kind": d.kind,
+        })
+    return json.dumps(items, indent=2) + "\n"
+
+
+DIAGNOSTIC_NAMES = {"error": "not-checked", "input": "bad-input", "internal": "internal-error",
+                    "warning": "skipped", "note": "note"}
 
 
 def _esc_data(s: str) -> str:
@@ -94,7 +110,8 @@ def render_github(findings: Sequence[LintFinding], diagnostics: Sequence[Diagnos
         out.append(f"::{GITHUB_LEVEL[f.severity]} {','.join(props)}::{_esc_data(where + f.message)}")
     for d in diagnostics:
         where = f",line={d.line}" if d.line else ""
-        out.append(f"::error file={_esc_prop(d.path)}{where},title=pitstop lint::"
+        level = "warning" if d.kind == "warning" else "error"
+        out.append(f"::{level} file={_esc_prop(d.path)}{where},title=pitstop lint::"
                    f"{_esc_data(d.message)}")
     return "\n".join(out) + ("\n" if out else "")
 
@@ -143,7 +160,7 @@ def render_sarif(findings: Sequence[LintFinding], diagnostics: Sequence[Diagnost
             "properties": props,
         })
     notifications = [{
-        "level": "error" if d.kind != "note" else "note",
+        "level": {"note": "note", "warning": "warning"}.get(d.kind, "error"),
         "message": {"text": d.message},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": d.path}}}],
     } for d in diagnostics]
@@ -159,7 +176,8 @@ def render_sarif(findings: Sequence[LintFinding], diagnostics: Sequence[Diagnost
                 "rules": rules,
             }},
             "invocations": [{
-                "executionSuccessful": not any(d.kind != "note" for d in diagnostics),
+                "executionSuccessful": not any(d.kind not in {"note", "warning"}
+                                               for d in diagnostics),
                 "toolExecutionNotifications": notifications,
             }],
             "results": results,

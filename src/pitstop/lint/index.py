@@ -468,7 +468,8 @@ class ModuleIndex:
                             kind = "cpu" if branch.value in {"cpu", "meta"} else "gpu"
                             self.device_literals.setdefault(name, set()).add(kind)
                             if kind == "gpu" and branch.value.startswith(ACCEL_STRINGS):
-                                self.gpu_origins.append((node.lineno, f'{name} = "{branch.value}"'))
+                                self.gpu_origins.append(
+                                    (node.lineno, f'{name} = "{branch.value}" if ...'))
                 if tail == "benchmark" and "cudnn" in (dotted(target) or "") + str(
                         self.aliases.get("cudnn", "")):
                     if (isinstance(value, ast.Constant) and value.value is True) or not isinstance(value, ast.Constant):

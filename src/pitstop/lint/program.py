@@ -304,6 +304,16 @@ class Program:
             return Resolved("str", name=rest)
         if desc.startswith(TUPLE):
             return None
+        if kind == "setting":
+            st = self.setting(rest)
+            if st is None:
+                return None
+            vals = [v.lower() for v in st.values() if isinstance(v, str)]
+            if any(v.startswith(ACCEL_PREFIXES) or v == "auto" for v in vals):
+                return Resolved("device", st.path, "gpu", st.line)
+            if vals and all(v in {"cpu", "meta"} for v in vals):
+                return Resolved("device", st.path, "cpu", st.line)
+            return None
         if kind == "wrap":
             inner = self.resolve(key, rest)
             return Resolved("batches") if inner is not None and inner.kind in {"loader", "batches"} \
@@ -765,7 +775,9 @@ class Program:
             return None
         best: Origin | None = None
         for line, what in s.gpu_origins:
-            o = Origin(s.path, line, what, certain=what == ".cuda()" and not s.cpu_devices)
+            spelled = what == ".cuda()" or what.startswith('torch.device("cuda') or (
+                ' = "' in what and not what.endswith("if ..."))
+            o = Origin(s.path, line, what, certain=spelled and not s.cpu_devices)
             if best is None or _origin_rank(o) < _origin_rank(best):
                 best = o
         for st in s.settings.values():

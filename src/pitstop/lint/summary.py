@@ -26,6 +26,7 @@ Values are described by short strings ("descriptors"), resolved across modules b
 ``imp:NAME``    an imported module-level value
 ``global:NAME`` a module-level name of this module
 ``str:VALUE``   a string literal
+``setting:NAME``  a command-line option or config field (`args.device`)
 ``tuple:D1<US>D2...``  a tuple of values (``return model, loader``); ``call:NAME#i`` is
                 item i of what calling NAME returns
 """
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 from pitstop.lint.astutil import LOADER_WRAPPERS, LOADERISH_RE, callee_tail, dotted, qualname
 from pitstop.lint.index import FUNCS, LOOPS, MODEL_FACTORY_RE, FuncDef, ImportRef, ModuleIndex
 from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id
-from pitstop.lint.settings import Setting, argparse_settings, class_settings
+from pitstop.lint.settings import Setting, argparse_settings, class_settings, options_owner
 
 MAX_DEPTH = 5
 TUPLE = "tuple:"  # a tuple display: its elements' descriptors, SEP-separated
@@ -159,6 +160,8 @@ class Describer:
                     return f"attr:{cls.name}.{expr.attr}"
             if head in index.aliases or head in index.import_locals:
                 return f"imp:{name}"
+            if options_owner(expr.value):
+                return f"setting:{expr.attr}"  # `args.device`: what the option defaults to
             if expr.attr == "device":
                 return "device:any"
             return None

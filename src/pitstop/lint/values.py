@@ -88,6 +88,17 @@ COLLECTIVES = frozenset({"gather", "all_gather", "gather_for_metrics", "reduce",
                          "gather_tensor", "mean", "sum", "detach", "float"})
 
 
+def stringish(node: ast.AST) -> bool:
+    """A string expression: `"%f"`, `'%10s' * 2 + '%10.4g'`, an f-string."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        return stringish(node.left) or stringish(node.right)
+    return False
+
+
 def is_loader_kind(k: str | None) -> bool:
     return k is not None and k.startswith(LOADER)
 
@@ -181,6 +192,8 @@ class ValueModel:
         if isinstance(node, ast.Call):
             return self._call_kind(node, st)
         if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Mod) and stringish(node.left):
+                return CPU  # `"%.3f" % loss` is a string (formatting it is the sync)
             left, right = self.kind(node.left, st), self.kind(node.right, st)
             if MASK in (left, right) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
                 return MASK
@@ -492,6 +505,8 @@ class ValueModel:
                     and callee_tail(value) in PLACERS and len(value.args) == len(target.elts):
                 for t, v in zip(target.elts, value.args, strict=True):  # accelerator.prepare
                     k = self.kind(v, st)
+                    if k is None and self.ctx.loops.is_batch_source(v, st):
+                        k = LOADER
                     for name in target_names(t):
                         if k is None:
                             st.env.pop(name, None)

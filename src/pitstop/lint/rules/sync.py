@@ -7,7 +7,7 @@ import re
 
 from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname
 from pitstop.lint.context import GPU, MASK, ModuleContext, State
-from pitstop.lint.values import CREATORS, DERIVED
+from pitstop.lint.values import CREATORS, DERIVED, stringish
 
 CODE = "LT001"
 
@@ -58,17 +58,6 @@ def _gpu(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
     if isinstance(node, ast.Starred):
         node = node.value
     return ctx.kind(node, st) in (GPU, MASK) or ctx.values.tuple_has_gpu(node, st)
-
-
-def _stringish(node: ast.AST) -> bool:
-    """A string expression: `"%f"`, `'%10s' * 2 + '%10.4g' * 6`, an f-string."""
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, str)
-    if isinstance(node, ast.JoinedStr):
-        return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
-        return _stringish(node.left) or _stringish(node.right)
-    return False
 
 
 def _mixed_mask_index(ctx: ModuleContext, index: ast.AST, st: State) -> bool:
@@ -127,7 +116,7 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
             _report(ctx, node, st, "indexes with a boolean GPU mask, whose result size the host "
                     "must read back", "boolean-mask")
     elif isinstance(node, ast.BinOp):
-        if isinstance(node.op, ast.Mod) and _stringish(node.left) and _gpu(ctx, node.right, st):
+        if isinstance(node.op, ast.Mod) and stringish(node.left) and _gpu(ctx, node.right, st):
             _report(ctx, node, st, "formats a GPU tensor into a string with `%`, copying it "
                     "to the host", "format")
     elif isinstance(node, (ast.If, ast.While, ast.Assert)):

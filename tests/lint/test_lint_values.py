@@ -1,0 +1,103 @@
+"""The value model and the sync forms (issue 10, cause 5): what is a GPU tensor, and every
+way of reading one on the host; host-to-device copies are never syncs."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from pitstop.lint import lint_source
+
+HEAD = """\
+import math
+import numpy as np
+import torch
+device = torch.device("cuda")
+for step, (x, y) in enumerate(loader):
+    x, y = x.to(device), y.to(device)
+    logits = model(x)
+    loss = criterion(logits, y)
+    loss.backward()
+    optimizer.step()
+    mask = logits.argmax(1) == y
+    losses = torch.stack([loss, loss])
+"""
+
+
+def _sync(line: str) -> list[str]:
+    src = HEAD + textwrap.indent(line, "    ") + "\n"
+    return [dict(f.evidence)["sync"] for f in lint_source(src, select=("LT001",))]
+
+
+@pytest.mark.parametrize(("line", "sync"), [
+    ('print("loss %.4f" % loss)', "format"),
+    ('print("%s %s" % (step, loss))', "format"),
+    ('s = ("%10s" * 2 + "%10.4g") % ("a", "b", *losses)', "format"),
+    ('print(f"{step}: {loss:.3f}")', "format"),
+    ('print("{} {}".format(*losses))', "format"),
+    ("assert torch.isfinite(loss).all()", "control-flow"),
+    ("value = float(loss)", "float"),
+    ("ids = logits.argmax(1).tolist()", "tolist"),
+    ("hit = bool(mask.any())", "bool"),
+    ("if torch.isnan(loss):\n    break", "control-flow"),
+    ("idx = mask.nonzero()", "nonzero"),
+    ("wrong = x[mask]", "boolean-mask"),
+    ("part = logits[:, mask]", "boolean-mask"),
+    ("ok = math.isfinite(loss)", "math.isfinite"),
+    ("arr = np.asarray(logits)", "numpy"),
+    ("host = torch.zeros(2)\nhost[0] = loss", "setitem"),
+    ("head = logits[: mask.sum()]", "slice"),
+    ("progress.set_postfix(loss=loss)", "progress"),
+])
+def test_sync_forms(line, sync) -> None:
+    assert _sync(line) == [sync], line
+
+
+@pytest.mark.parametrize("line", [
+    "images = x.to(device)",                       # host-to-device: no sync
+    "y2 = y.cuda(non_blocking=True)",
+    'print(f"step {step}")',                       # only host values
+    "n = x.size(0) * len(loader)",
+    "value = loss.detach()",                       # stays on the device
+    "total = total + loss.detach()",
+    "if step % 100 == 0:\n    print(loss.item())",  # a rare guard
+    "params = list(model.parameters())",
+    "batch = tuple(t.to(device) for t in (x, y))",
+])
+def test_not_syncs(line) -> None:
+    assert _sync(line) == [], line
+
+
+def test_host_to_device_copy_is_never_called_a_sync() -> None:
+    # An evaluation loop with a device chosen at run time: `.to(device)` is an upload.
+    src = textwrap.dedent("""
+        import torch
+        device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() \\
+            else torch.device("cpu")
+        model.eval()
+        with torch.no_grad():
+            for images, target in val_loader:
+                images = images.to(device)
+                target = target.to(device)
+                output = model(images)
+                correct += output.argmax(1).eq(target).sum().item()
+        """)
+    found = lint_source(src, select=("LT001",))
+    assert [f.line for f in found] == [11]
+    assert not any("to the host" in f.message and ".to(device)" in f.message for f in found)
+
+
+def test_values_derived_by_functions_we_cannot_see() -> None:
+    # timm's accuracy(): its result is read on the host, so it is a tensor.
+    src = textwrap.dedent("""
+        import torch
+        from timm.utils import accuracy
+        for images, target in val_loader:
+            images, target = images.cuda(), target.cuda()
+            output = model(images)
+            acc1, acc5 = accuracy(output, target, topk=(1, 5))
+            meter.update(acc1.item(), images.size(0))
+        """)
+    found = lint_source(src, select=("LT001",))
+    assert [f.line for f in found] == [8]
