@@ -196,15 +196,19 @@ class ModuleContext:
             return None
         head, _, rest = name.partition(".")
         k = st.env.get(head)
+        program = self.program
         if k is not None and k.startswith(("obj@", "model@")):
             module, _, cls = k.partition("@")[2].partition("|")
-            found = self.program._in_class(module, cls, rest or "__call__")
+            found = program.quiet_in_class(module, cls, rest or "__call__")
             if found is None and not rest and k.startswith("model@"):
-                found = self.program._in_class(module, cls, "forward")  # nn.Module.__call__
+                found = program.quiet_in_class(module, cls, "forward")  # nn.Module.__call__
             return found
         if k is not None and not rest:
             return None
-        return self.program.callee(self.key, self.describer._callee(name, st.func))
+        callee = self.describer._callee(name, st.func)
+        if st.per_batch:
+            return program.hot_callee(self.key, callee)
+        return program.quiet_callee(self.key, callee)
 
     def function_target(self, call: ast.Call, st: State) -> tuple[ModuleContext, FuncDef] | None:
         """The function a call runs, with the context of its module (opened if needed)."""
@@ -237,15 +241,34 @@ class ModuleContext:
                 return tctx, fn
         return None
 
-    def resolve_call_result(self, call: ast.Call, st: State) -> Resolved | None:
-        sym = self.callee_sym(call, st)
-        if sym is None:
+    def _callee_name(self, call: ast.Call, st: State) -> str | None:
+        """The callee as the program resolves it, or None when a local object of the walk
+        decides it (then :meth:`callee_sym` knows the class)."""
+        name = dotted(call.func)
+        if name is None:
             return None
-        if sym.kind == "class":
-            return self.program._instance(sym.module, sym.name)
-        if sym.kind == "func":
+        head, _, rest = name.partition(".")
+        k = st.env.get(head)
+        if k is not None and (k.startswith(("obj@", "model@")) or not rest):
+            return None
+        return self.describer._callee(name, st.func)
+
+    def resolve_call_result(self, call: ast.Call, st: State) -> Resolved | None:
+        name = self._callee_name(call, st)
+        if name is not None:
+            return self.program.call_result(self.key, name)
+        sym = self.callee_sym(call, st)
+        if sym is not None and sym.kind == "func":
             return self.program.returns(sym.module, sym.name)
         return None
+
+    def call_steps(self, call: ast.Call, st: State) -> bool:
+        """Does the call run backward or a step somewhere in the program?"""
+        name = self._callee_name(call, st)
+        if name is not None:
+            return self.program.call_steps(self.key, name)
+        sym = self.callee_sym(call, st)
+        return sym is not None and self.program.sym_steps(sym)
 
     def resolve_name(self, node: ast.AST, st: State) -> Resolved | None:
         d = self.describer.describe(node, st.func)

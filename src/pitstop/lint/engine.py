@@ -43,6 +43,7 @@ from pitstop.lint.analyze import (
 from pitstop.lint.context import ANY, OR, USE_GPU_ANY, USE_TRAIN, Analysis, ModuleContext
 from pitstop.lint.discover import SourceFile, not_a_file
 from pitstop.lint.index import ModuleIndex
+from pitstop.lint.loaders import dataloader_calls
 from pitstop.lint.model import Diagnostic, FileResult, LintFinding
 from pitstop.lint.notebook import NotebookError, load_notebook
 from pitstop.lint.program import Program, answers_differ, recorded_answers
@@ -113,16 +114,20 @@ def lint_text(text: str, path: str, options: LintOptions,
     if not worth_analysing(text):
         if not summarise:
             return FileResult(path, analyzed=False)
-        index = ModuleIndex(tree, path)
+        index = ModuleIndex(tree, path, light=True, text=text)
         return FileResult(path, analyzed=False, facts=frozenset(index.facts),
                           summary=summarize(index), imports=_top_imports(index))
     lines = text.splitlines()
     ctx = ModuleContext(tree, lines, path, text=text, options=options, test=test)
     analyze(ctx)
     summary = ctx.program.summary(ctx.key)
+    answers = recorded_answers(ctx.program)
+    if not ctx.hot_loops and not dataloader_calls(ctx.index):
+        # no hot loop and no loader: the program's device changes no finding here
+        answers = {q: a for q, a in answers.items() if q[0] != "device_origin"}
     return FileResult(path, _filter(ctx.findings, lines, extra_ignores), [],
                       frozenset(ctx.facts), _top_imports(ctx.index), summary=summary,
-                      answers=recorded_answers(ctx.program), uses=frozenset(ctx.analysis.uses))
+                      answers=answers, uses=frozenset(ctx.analysis.uses))
 
 
 def _top_imports(index: ModuleIndex) -> frozenset[str]:

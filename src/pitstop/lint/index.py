@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pitstop.lint.astutil import callee_tail, dotted, last_name, qualname, target_names
+from pitstop.lint.astutil import OPTIM_RE, callee_tail, dotted, last_name, qualname, target_names
 
 FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -69,6 +69,48 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Constant, ast.MatchSingleton})
 
 
+def is_step_call(call: ast.Call) -> bool:
+    """``x.backward()`` (a loss, ``accelerator.backward``, ``scaler.scale(l).backward``,
+    a DeepSpeed engine's) or ``optimizer.step()`` / ``scaler.step(opt)``: syntax alone."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    attr = func.attr
+    if attr in {"backward", "manual_backward"}:
+        return True
+    if attr in {"step", "optimizer_step"}:
+        owner = last_name(func.value)
+        if owner and (OPTIM_RE.search(owner) or STEP_OWNER_RE.search(owner)):
+            return True
+    return False
+
+
+STEP_OWNER_RE = re.compile(r"engine$|^ds_|^deepspeed", re.IGNORECASE)
+
+
+# What the light pass reads from a module's text (it does not look at expressions): plain
+# substrings, found at memchr speed.
+TEXT_FACTS: dict[str, tuple[str, ...]] = {
+    "reduced_precision": ("autocast", "bfloat16", "float16", ".half()", '-mixed"', "-mixed'"),
+    "tf32_enabled": ('set_float32_matmul_precision("high', "set_float32_matmul_precision('high",
+                     'set_float32_matmul_precision("medium', "matmul.allow_tf32 = True"),
+    "cudnn_benchmark_true": ("cudnn.benchmark = True",),
+    "deterministic": ("cudnn.deterministic = True", "use_deterministic_algorithms(True"),
+    "has_conv": ("Conv1d(", "Conv2d(", "Conv3d(", "ConvTranspose1d(", "ConvTranspose2d(",
+                 "ConvTranspose3d(", "resnet", "vgg1", "efficientnet", "mobilenet", "densenet",
+                 "convnext", "regnet"),
+    "has_linear": ("Linear(",),
+    "matmul_heavy": ("MultiheadAttention", "scaled_dot_product_attention", "torch.matmul",
+                     "torch.bmm", "einsum(", "Attention(nn.Module", "Attention(Module",
+                     "Transformer(nn.Module", "LSTMCell(", "GRUCell(", " @ "),
+    "has_embedding": ("Embedding(",),
+    "has_rnn": ("LSTM(", "GRU(", "RNN("),
+    "uses_ddp": ("DistributedDataParallel", "FullyShardedDataParallel", "DDP("),
+    "ddp_sync_control": ("no_sync", "require_backward_grad_sync"),
+}
+TEXT_ORIGINS = re.compile(r"\.cuda\(|['\"]cuda(:\d+)?['\"]|torch\.accelerator")
+
+
 def _source_order(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
@@ -88,9 +130,11 @@ class ImportRef:
 class ModuleIndex:
     """Everything collected from one module in one pass."""
 
-    def __init__(self, tree: ast.Module, path: str = "<string>") -> None:
+    def __init__(self, tree: ast.Module, path: str = "<string>", *, light: bool = False,
+                 text: str = "") -> None:
         self.tree = tree
         self.path = path
+        self.light = light
         self.aliases: dict[str, str] = {}
         self.imports: list[ImportRef] = []
         self.functions: dict[str, list[FuncDef]] = {}
@@ -111,6 +155,10 @@ class ModuleIndex:
         self.calls_of: dict[FuncDef | None, list[ast.Call]] = {}
         self.import_locals: set[str] = set()
         self.calls_in_loop: set[ast.Call] = set()  # calls in the body of a loop
+        # function -> the calls it makes outside any loop of its own, and whether one of
+        # them is a backward()/optimizer step (a step function)
+        self.direct_calls: dict[FuncDef, list[ast.Call]] = {}
+        self.steps_directly: set[FuncDef] = set()
         self.outer_loop: dict[ast.AST, ast.AST | None] = {}  # loop -> the loop around it
         self.assign_of: dict[ast.AST, ast.Assign] = {}  # an assigned value -> its assignment
         self.item_assigns_by_name: dict[str, list[ast.Assign]] = {}  # `kw["x"] = v`
@@ -133,17 +181,12 @@ class ModuleIndex:
         self.matmul_binops = 0
         self._parents: dict[ast.AST, ast.AST] | None = None
         self._collect_top_imports()
-        self._walk()
+        if light:
+            self._walk_statements(tree.body, None, None, None)
+            self._text_facts(text)
+        else:
+            self._walk()
         self.import_locals = {i.local for i in self.imports}
-        key = _source_order
-        for lst in (self.calls, self.assigns, self.loops, self.withs, self.ann_assigns,
-                    self.aug_assigns):
-            lst.sort(key=key)
-        for group in (self.scoped_assigns, self.assigns_of, self.loops_of, self.calls_of,
-                      self.calls_by_tail, self.assigns_by_name, self.item_assigns_by_name,
-                      self.aug_by_name, self.updates_by_name, self.returns, self.yields):
-            for v in group.values():
-                v.sort(key=key)
 
     # ------------------------------------------------------------------ the pass
     def _collect_top_imports(self) -> None:
@@ -210,11 +253,13 @@ class ModuleIndex:
                 child_loop = None
             elif kind == "loop":
                 child_loop = node
-            for name in fields:
+            # children pushed last-first, so that they pop in source order: every list
+            # the pass builds is in source order without sorting
+            for name in reversed(fields):
                 v = getattr(node, name, None)
                 flag = in_loop if (kind == "loop" and name == "iter") else child_loop
                 if v.__class__ is list:
-                    for x in v:
+                    for x in reversed(v):
                         if x is not None and x.__class__ is not name_t:
                             push((x, child_owner, child_class, flag))
                 elif v is not None and v.__class__ is not name_t:
@@ -227,10 +272,15 @@ class ModuleIndex:
                 call: ast.Call = node  # type: ignore[assignment]
                 self.calls.append(call)
                 owner_map[call] = owner
+                ctail = callee_tail(call)
                 if in_loop is not None:
                     in_loop_calls.add(call)
+                elif owner is not None:
+                    self.direct_calls.setdefault(owner, []).append(call)
+                    if ctail in {"backward", "manual_backward", "step", "optimizer_step"} \
+                            and is_step_call(call):
+                        self.steps_directly.add(owner)
                 self.calls_of.setdefault(owner, []).append(call)
-                ctail = callee_tail(call)
                 self.calls_by_tail.setdefault(ctail, []).append(call)
                 if ctail == "update" and call.func.__class__ is ast.Attribute:
                     recv = dotted(call.func.value)
@@ -317,6 +367,90 @@ class ModuleIndex:
                         self.module_classes.add(cls.name)
             elif kind in ("import", "importfrom") and id(node) not in seen_imports:
                 self._import(node)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ the light pass
+    def _walk_statements(self, stmts: list[ast.stmt], owner: FuncDef | None,
+                         klass: ast.ClassDef | None, in_loop: ast.AST | None) -> None:
+        """Statements only (no expressions): enough for the summary of a module no rule
+        could fire in (a model definition, a helper) -- its functions, classes, imports,
+        assignments, returns and loops -- at a fraction of the full pass's cost."""
+        for stmt in stmts:
+            t = type(stmt)
+            if t in (ast.FunctionDef, ast.AsyncFunctionDef):
+                fn: FuncDef = stmt  # type: ignore[assignment]
+                self.functions.setdefault(fn.name, []).append(fn)
+                self.owner[fn] = owner
+                if klass is not None:
+                    self.class_of[fn] = klass
+                self._walk_statements(fn.body, fn, None, None)
+            elif t is ast.ClassDef:
+                cls: ast.ClassDef = stmt  # type: ignore[assignment]
+                self.classes.setdefault(cls.name, cls)
+                for b in cls.bases:
+                    btail = last_name(b) or ""
+                    if btail.endswith("Module") or btail in {"LightningModule", "ModelMixin",
+                                                             "PreTrainedModel"}:
+                        self.module_classes.add(cls.name)
+                self._walk_statements(cls.body, None, cls, None)
+            elif t is ast.Assign:
+                a: ast.Assign = stmt  # type: ignore[assignment]
+                self.assigns.append(a)
+                self.owner[a] = owner
+                self.assigns_of.setdefault(owner, []).append(a)
+                self.assign_of[a.value] = a
+                for tgt in a.targets:
+                    for n in target_names(tgt):
+                        self.assigns_by_name.setdefault(n, []).append(a)
+                        self.scoped_assigns.setdefault((owner, n), []).append(a)
+                self._assign(a)
+            elif t is ast.AnnAssign:
+                ann: ast.AnnAssign = stmt  # type: ignore[assignment]
+                ann_name = dotted(ann.target)
+                if ann_name and ann.value is not None:
+                    self.owner[ann] = owner
+                    self.assigns_by_name.setdefault(ann_name, []).append(ann)
+                    self.scoped_assigns.setdefault((owner, ann_name), []).append(ann)
+            elif t is ast.Return:
+                if owner is not None:
+                    self.returns.setdefault(owner, []).append(stmt)  # type: ignore[arg-type]
+            elif t is ast.Expr and isinstance(stmt.value, (ast.Yield, ast.YieldFrom)):  # type: ignore[attr-defined]
+                if owner is not None:
+                    self.yields.setdefault(owner, []).append(stmt.value)  # type: ignore[attr-defined]
+            elif t in (ast.For, ast.AsyncFor, ast.While):
+                loop: ast.For | ast.AsyncFor | ast.While = stmt  # type: ignore[assignment]
+                self.loops.append(loop)
+                self.owner[loop] = owner
+                self.loops_of.setdefault(owner, []).append(loop)
+                self.outer_loop[loop] = in_loop
+                if owner is not None:
+                    self.funcs_with_loops.add(owner)
+                else:
+                    self.module_loops = True
+                self._walk_statements(loop.body, owner, klass, loop)
+                self._walk_statements(loop.orelse, owner, klass, in_loop)
+            elif t in (ast.Import, ast.ImportFrom):
+                if owner is not None:
+                    self._import(stmt)  # type: ignore[arg-type]
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    sub = getattr(stmt, field, None)
+                    if sub:
+                        items = [x for h in sub for x in getattr(h, "body", [h])] \
+                            if field in ("handlers", "cases") else sub
+                        self._walk_statements(items, owner, klass, in_loop)
+
+    def _text_facts(self, text: str) -> None:
+        """The program facts and accelerator evidence of a module read in the light pass,
+        found in its text."""
+        for fact, needles in TEXT_FACTS.items():
+            at = min((i for i in (text.find(n) for n in needles) if i >= 0), default=-1)
+            if at >= 0:
+                self.facts.setdefault(fact, text.count("\n", 0, at) + 1)
+        if "cuda" in text or "accelerator" in text:
+            m = TEXT_ORIGINS.search(text)
+            if m is not None:
+                self.gpu_origins.append((text.count("\n", 0, m.start()) + 1,
+                                         m.group(0).strip("'\"(")))
 
     def _constant(self, node: ast.Constant) -> None:
         v = node.value

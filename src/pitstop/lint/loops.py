@@ -26,13 +26,11 @@ from typing import TYPE_CHECKING
 from pitstop.lint.astutil import (
     LOADER_WRAPPERS,
     LOADERISH_RE,
-    OPTIM_RE,
     callee_tail,
     dotted,
     iter_shallow,
-    last_name,
 )
-from pitstop.lint.index import FuncDef
+from pitstop.lint.index import FuncDef, is_step_call
 from pitstop.lint.settings import options_owner
 from pitstop.lint.values import is_loader_kind
 
@@ -57,7 +55,6 @@ ENGINES = frozenset({"Engine", "DeterministicEngine"})
 FRAMEWORK_LOOPS = ENGINES | {"create_supervised_trainer", "create_supervised_evaluator"}
 LIGHTNING_HOOKS = {"training_step": "train", "train_step": "train",
                    "validation_step": "eval", "test_step": "eval", "predict_step": "eval"}
-STEP_OWNER_RE = re.compile(r"engine$|^ds_|^deepspeed", re.IGNORECASE)
 BATCH_WRAPPER_TAILS = LOADER_WRAPPERS | {"log_every", "chain", "prefetch", "tqdm_notebook",
                                          "maybe_tqdm", "cycle", "infinite", "repeat",
                                          "iterate", "with_progress", "progress_bar"}
@@ -65,22 +62,6 @@ BATCH_WRAPPER_TAILS = LOADER_WRAPPERS | {"log_every", "chain", "prefetch", "tqdm
 NOT_BATCHES = frozenset({"len", "range", "list", "sorted", "print", "str", "int", "float",
                          "isinstance", "getattr", "hasattr", "type", "id", "repr", "dict",
                          "set", "tuple", "sum", "max", "min"})
-
-
-def is_step_call(call: ast.Call) -> bool:
-    """``x.backward()`` (a loss, ``accelerator.backward``, ``scaler.scale(l).backward``,
-    a DeepSpeed engine's) or ``optimizer.step()`` / ``scaler.step(opt)``: syntax alone."""
-    func = call.func
-    if not isinstance(func, ast.Attribute):
-        return False
-    attr = func.attr
-    if attr in {"backward", "manual_backward"}:
-        return True
-    if attr in {"step", "optimizer_step"}:
-        owner = last_name(func.value)
-        if owner and (OPTIM_RE.search(owner) or STEP_OWNER_RE.search(owner)):
-            return True
-    return False
 
 
 class LoopModel:
@@ -100,10 +81,7 @@ class LoopModel:
         if call in memo and not st.env:
             return memo[call]
         ctx = self.ctx
-        result = False
-        sym = ctx.callee_sym(call, st)
-        if sym is not None:
-            result = ctx.program.sym_steps(sym)
+        result = ctx.call_steps(call, st)
         if not st.env:
             memo[call] = result
         return result

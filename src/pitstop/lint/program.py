@@ -74,19 +74,23 @@ class Origin:
 
 
 def _query(fn: F) -> F:
-    """Record (name, args, answer) of a question while the program records."""
+    """Memoise a question; while the program records, remember the questions the analysis
+    asked (not the ones the program asks itself to answer them)."""
     @wraps(fn)
     def wrapper(self: Program, *args: Any) -> Any:
         key = (fn.__name__, *args)
+        if self.recording is not None and self._depth == 0:
+            self.recording.add(key)
         memo = self._memo
         if key in memo:
-            result = memo[key]
-        else:
-            memo[key] = None  # recursion guard: a cycle answers "unknown"
+            return memo[key]
+        memo[key] = None  # recursion guard: a cycle answers "unknown"
+        self._depth += 1
+        try:
             result = fn(self, *args)
-            memo[key] = result
-        if self.recording is not None:
-            self.recording.add(key)
+        finally:
+            self._depth -= 1
+        memo[key] = result
         return result
     return wrapper  # type: ignore[return-value]
 
@@ -108,6 +112,8 @@ class Program:
         self._callsites: dict[tuple[str, str], list[tuple[str, str, Any]]] | None = None
         self._settings: dict[str, Setting] | None = None
         self._folders: dict[str, list[str]] | None = None
+        self._tops: dict[str, str] = {}
+        self._depth = 0  # nesting of questions being answered
 
     def replaced(self, summary: ModuleSummary) -> Program:
         """This program with one module's summary replaced (a file being fixed)."""
@@ -134,13 +140,7 @@ class Program:
             bases = [base]
         else:
             bases.append(here)
-            top = here
-            while os.path.exists(os.path.join(top, "__init__.py")) or \
-                    os.path.join(top, "__init__.py") in self.modules:
-                parent = os.path.dirname(top)
-                if parent == top:
-                    break
-                top = parent
+            top = self._package_top(here)
             if top != here:
                 bases.append(top)
             bases.extend(self.roots)
@@ -158,7 +158,25 @@ class Program:
             out.append(os.path.join(target, "__init__.py"))
         return out
 
+    def _package_top(self, folder: str) -> str:
+        """The folder above the package holding ``folder`` (``folder`` if none)."""
+        memo = self._tops
+        if folder in memo:
+            return memo[folder]
+        top = folder
+        while os.path.join(top, "__init__.py") in self.modules or _has_init(top):
+            parent = os.path.dirname(top)
+            if parent == top:
+                break
+            top = parent
+        memo[folder] = top
+        return top
+
     def resolve_module(self, key: str, module: str, level: int) -> str | None:
+        if len(self.modules) == 1:  # a module on its own: only a self-import resolves
+            stem = os.path.splitext(os.path.basename(key))[0]
+            if (module.rsplit(".", 1)[-1] if module else "") != stem and stem != "__init__":
+                return None
         for cand in self.module_candidates(key, module, level):
             if cand in self.modules:
                 return cand
@@ -353,6 +371,47 @@ class Program:
                 return self.resolve(key, s.globals[rest])
             return None
         return None
+
+    def quiet_callee(self, key: str, name: str) -> Sym | None:
+        """:meth:`callee`, not recorded: the caller records the decision it takes instead
+        (whether the call steps, what it returns)."""
+        self._depth += 1
+        try:
+            return self.callee(key, name)
+        finally:
+            self._depth -= 1
+
+    def quiet_in_class(self, module: str, cls: str, rest: str) -> Sym | None:
+        self._depth += 1
+        try:
+            return self._in_class(module, cls, rest)
+        finally:
+            self._depth -= 1
+
+    @_query
+    def call_result(self, key: str, name: str) -> Resolved | None:
+        """What a call of ``name`` (as module ``key`` spells it) returns: an instance of a
+        class of the program, or what a function of the program returns."""
+        sym = self.callee(key, name)
+        if sym is None:
+            return None
+        if sym.kind == "class":
+            return self._instance(sym.module, sym.name)
+        if sym.kind == "func":
+            return self.returns(sym.module, sym.name)
+        return None
+
+    @_query
+    def call_steps(self, key: str, name: str) -> bool:
+        """Does a call of ``name`` run backward or an optimizer step?"""
+        sym = self.callee(key, name)
+        return sym is not None and self.sym_steps(sym)
+
+    @_query
+    def hot_callee(self, key: str, name: str) -> Sym | None:
+        """:meth:`callee` for a call made once per batch (recorded: a function found in
+        another module means its body is walked for findings)."""
+        return self.callee(key, name)
 
     def callee(self, key: str, name: str) -> Sym | None:
         """What a call's callee names: ``f``, ``mod.f``, ``Class.method``, or a descriptor
@@ -792,6 +851,19 @@ _RANK = {"loader": 0, "batches": 1, "model": 2, "device": 3, "tensor": 4, "obj":
          "class": 7, "str": 8}
 
 
+_INITS: dict[str, bool] = {}
+
+
+def _has_init(folder: str) -> bool:
+    """Is there a package ``__init__.py`` in ``folder`` (asked once per folder)?"""
+    found = _INITS.get(folder)
+    if found is None:
+        if len(_INITS) > 100_000:
+            _INITS.clear()
+        found = _INITS[folder] = os.path.exists(os.path.join(folder, "__init__.py"))
+    return found
+
+
 def _norm(path: str) -> str:
     return os.path.normpath(os.path.abspath(path))
 
@@ -828,9 +900,23 @@ def recorded_answers(program: Program) -> dict[tuple[Any, ...], Any]:
 
 
 def answers_differ(full: Program, answers: dict[tuple[Any, ...], Any]) -> bool:
-    """Would the whole program answer any of a module's questions differently?"""
+    """Would the whole program answer any of a module's questions differently (in a way
+    the analysis acts on)?"""
     for q, local in answers.items():
         name, *args = q
-        if getattr(full, name)(*args) != local:
+        if _acted_on(name, getattr(full, name)(*args)) != _acted_on(name, local):
             return True
     return False
+
+
+def _acted_on(question: str, answer: Any) -> Any:
+    """The part of an answer the analysis acts on: a name resolved to a function or a
+    class changes nothing by itself (what it returns or whether it steps are questions of
+    their own), except for a call made once per batch, which is followed into it."""
+    if question == "hot_callee":
+        return answer
+    if isinstance(answer, Sym):
+        return None
+    if isinstance(answer, Resolved) and answer.kind in {"func", "class", "str"}:
+        return None
+    return answer

@@ -37,7 +37,7 @@ import ast
 from dataclasses import dataclass, field
 
 from pitstop.lint.astutil import LOADER_WRAPPERS, LOADERISH_RE, callee_tail, dotted, qualname
-from pitstop.lint.index import FUNCS, LOOPS, MODEL_FACTORY_RE, FuncDef, ImportRef, ModuleIndex
+from pitstop.lint.index import FUNCS, MODEL_FACTORY_RE, FuncDef, ImportRef, ModuleIndex
 from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id
 from pitstop.lint.settings import Setting, argparse_settings, class_settings, options_owner
 
@@ -337,25 +337,8 @@ class Describer:
 def _marks(index: ModuleIndex, fn: FuncDef) -> tuple[bool, list[str], bool]:
     """Does ``fn`` run backward/step outside its own loops; what does it call there;
     does it have loops."""
-    from pitstop.lint.loops import is_step_call
-
-    marks = False
-    callees: list[str] = []
-    has_loop = fn in index.funcs_with_loops
-    skip = (*FUNCS, ast.ClassDef, ast.Lambda, *LOOPS)
-    stack: list[ast.AST] = list(fn.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, skip):
-            continue
-        if isinstance(node, ast.Call):
-            if is_step_call(node):
-                marks = True
-            name = dotted(node.func)
-            if name is not None:
-                callees.append(name)
-        stack.extend(ast.iter_child_nodes(node))
-    return marks, callees, has_loop
+    callees = [n for c in index.direct_calls.get(fn, ()) for n in [dotted(c.func)] if n]
+    return fn in index.steps_directly, callees, fn in index.funcs_with_loops
 
 
 def summarize(index: ModuleIndex) -> ModuleSummary:

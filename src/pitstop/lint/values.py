@@ -329,7 +329,7 @@ class ValueModel:
         prog = self._program_kind(node, st)
         if prog is not None:
             return prog
-        sym = ctx.callee_sym(node, st)
+        sym = ctx.callee_sym(node, st) if st.per_batch else None
         if sym is not None and sym.kind == "func":
             # a function of the program: what it returns, not what its name suggests
             return self.return_kind_of_call(node, st)
