@@ -160,3 +160,42 @@ def test_parse_failures_are_in_json_and_sarif(tmp_path, pitstop_cli) -> None:
     notes = run["invocations"][0]["toolExecutionNotifications"]
     assert any("broken.py" in n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
                and "syntax error" in n["message"]["text"] for n in notes)
+
+
+def test_big_modules_are_linted_in_pieces_with_the_same_findings(tmp_path) -> None:
+    # A generated module above the piece size: cut at top-level definitions (never in a
+    # string), each piece parsed with the module's imports, line numbers kept.
+    from pitstop.lint import chunks, lint_paths
+
+    fn = ("def train_{i}(model, ds, opt, device):\n"
+          "    loader = DataLoader(ds, batch_size=32)\n"
+          "    for x, y in loader:\n"
+          "        loss = F.cross_entropy(model(x.to(device)), y.to(device))\n"
+          "        loss.backward()\n"
+          "        opt.step()\n"
+          "        print(loss.item())\n\n\n")
+    doc = 'NOTES = """\\ndef not_a_function():\\n    pass\\n"""\n\n\n'
+    head = "import torch.nn.functional as F\nfrom torch.utils.data import DataLoader\n\n\n"
+    n = 200
+    text = head + "".join(fn.format(i=i) + (doc if i == 100 else "") for i in range(n))
+    (tmp_path / "gen.py").write_text(text)
+    data = text.encode()
+    pieces = chunks.split(data, size=4000)
+    assert len(pieces) > 10
+    assert b"".join(data[p.start:p.end] for p in pieces) == data
+    assert all(data[p.start:p.end].startswith((b"def ", b"import")) for p in pieces)
+    old = chunks.CHUNK_BYTES
+    try:
+        from pitstop.lint import engine
+
+        engine.CHUNK_BYTES = 4000
+        assert len(engine._items(engine.SourceFile(tmp_path / "gen.py", len(data)), (),
+                                 engine.default_options())) == len(pieces)
+        chunked = lint_paths([tmp_path / "gen.py"], jobs=1)
+    finally:
+        engine.CHUNK_BYTES = old
+    whole = lint_paths([tmp_path / "gen.py"], jobs=1)
+    assert not chunked.all_diagnostics
+    key = [(f.line, f.code) for f in whole.findings]
+    assert [(f.line, f.code) for f in chunked.findings] == key
+    assert sum(1 for _, c in key if c == "LT001") == n

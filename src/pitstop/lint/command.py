@@ -74,10 +74,10 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
     from pitstop.lint.engine import default_options, lint_paths_files
     from pitstop.lint.formats import (
         render_github,
-        render_json,
         render_sarif,
-        render_text,
         summary_text,
+        write_json,
+        write_text,
     )
 
     if unsafe_fixes and not (fix or diff):
@@ -152,14 +152,14 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
             doc = get_doc(code)
             click.echo(f"{n:6d}  {code}  {doc.name}  [{doc.category}]")
     elif fmt == "json":
-        click.echo(render_json(findings, diagnostics), nl=False)
+        write_json(findings, diagnostics, sys.stdout)
     elif fmt == "sarif":
         click.echo(render_sarif(findings, diagnostics), nl=False)
     elif fmt == "github":
         click.echo(render_github(findings, [d for d in diagnostics if d.kind != "note"]), nl=False)
     else:
         color = sys.stdout.isatty()
-        click.echo(render_text(findings, color=color, show_source=not no_source), nl=False)
+        write_text(findings, sys.stdout, color=color, show_source=not no_source)
         unchecked = len({d.path for d in diagnostics if d.kind == "error"})
         nothing_usable = run.files == 0 and any(d.kind in {"input", "warning"} for d in diagnostics)
         if not nothing_usable:  # "No findings in 0 files" would read as a clean bill

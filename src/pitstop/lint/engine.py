@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pitstop.lint import chunks
 from pitstop.lint.analyze import (
     LintOptions,
     Selection,
@@ -40,6 +41,7 @@ from pitstop.lint.analyze import (
     parse,
     worth_analysing,
 )
+from pitstop.lint.chunks import CHUNK_BYTES, Chunk
 from pitstop.lint.context import ANY, OR, USE_GPU_ANY, USE_TRAIN, Analysis, ModuleContext
 from pitstop.lint.discover import SourceFile, not_a_file
 from pitstop.lint.index import ModuleIndex
@@ -106,19 +108,22 @@ def _filter(findings: list[LintFinding], lines: list[str],
 
 def lint_text(text: str, path: str, options: LintOptions,
               extra_ignores: tuple[str, ...] = (), *, tree: ast.Module | None = None,
-              summarise: bool = True, test: bool | None = None) -> FileResult:
+              summarise: bool = True, test: bool | None = None,
+              preamble: list[ast.stmt] | None = None) -> FileResult:
     """Lint Python source ``text`` (already decoded), judged on its own: the first pass.
+    ``preamble``: statements the text runs after (a piece of a big module: its imports).
     Raises SyntaxError and friends."""
     if tree is None:
         tree = parse(text, path)
     if not worth_analysing(text):
         if not summarise:
             return FileResult(path, analyzed=False)
-        index = ModuleIndex(tree, path, light=True, text=text)
+        index = ModuleIndex(tree, path, light=True, text=text, preamble=preamble)
         return FileResult(path, analyzed=False, facts=frozenset(index.facts),
                           summary=summarize(index), imports=_top_imports(index))
     lines = text.splitlines()
-    ctx = ModuleContext(tree, lines, path, text=text, options=options, test=test)
+    ctx = ModuleContext(tree, lines, path, text=text, options=options, test=test,
+                        index=ModuleIndex(tree, path, preamble=preamble))
     analyze(ctx)
     summary = ctx.program.summary(ctx.key)
     answers = recorded_answers(ctx.program)
@@ -309,23 +314,88 @@ def _map(fn: Callable[[Any], list[Any]], items: list[Any], jobs: int,
     return results
 
 
-Item = tuple[str, tuple[str, ...], LintOptions, bool]  # path, ignores, options, test code
+Item = tuple[str, LintOptions, tuple[str, ...], bool]  # path, options, ignores, test code
+# A piece of a big module: path, options, ignores, test, the piece, the end of the next
+# piece, the module's import statements
+Piece = tuple[str, LintOptions, tuple[str, ...], bool, Chunk, int, str]
 
 
-def _first_pass_chunk(chunk: list[Item]) -> list[FileResult]:
+def _first_pass_chunk(chunk: list[Item | Piece]) -> list[FileResult]:
     with _gc_paused():
-        return [lint_file(p, options, ign, test) for p, ign, options, test in chunk]
+        return [lint_file(*item) if len(item) == 4 else lint_piece(*item)
+                for item in chunk]
+
+
+def lint_piece(path: str, options: LintOptions, extra_ignores: tuple[str, ...], test: bool,
+               piece: Chunk, next_end: int, header: str) -> FileResult:
+    """The first pass over one piece of a big module (see :mod:`pitstop.lint.chunks`). A
+    piece that does not parse on its own (cut inside a multi-line string the splitter did
+    not see) is tried again together with the next piece."""
+    try:
+        preamble = parse(header, path).body if header else []
+    except (SyntaxError, ValueError):
+        preamble = []
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(piece.start)
+            data = fh.read(max(piece.end, next_end) - piece.start)
+        for end in dict.fromkeys((piece.end, next_end)):
+            text = "\n" * (piece.first_line - 1) + decode(data[: end - piece.start])
+            try:
+                tree = parse(text, path)
+            except SyntaxError as err:
+                if end == max(piece.end, next_end):
+                    return FileResult(path, diagnostics=[Diagnostic(
+                        path, f"syntax error: {err.msg}", line=err.lineno, column=err.offset)])
+                continue
+            return lint_text(text, path, options, extra_ignores, tree=tree, test=test,
+                             preamble=preamble)
+    except (OSError, UnicodeError, LookupError, ValueError, RecursionError, MemoryError) as err:
+        return FileResult(path, diagnostics=[Diagnostic(path, f"cannot read: {err}")])
+    except Exception as err:
+        return FileResult(path, diagnostics=[_internal(path, err)])
+    return FileResult(path)
+
+
+def _items(f: SourceFile, ign: tuple[str, ...], options: LintOptions) -> list[Item | Piece]:
+    path = str(f.path)
+    whole: list[Item | Piece] = [(path, options, ign, f.is_test)]
+    if f.size <= CHUNK_BYTES or not path.endswith(".py"):
+        return whole
+    try:
+        data = read_source(path)
+    except OSError:
+        return whole
+    if not mentions_torch(data):
+        return whole
+    pieces = chunks.split(data, CHUNK_BYTES)
+    header = chunks.import_header(data)
+    return [(path, options, ign, f.is_test, p,
+             pieces[i + 1].end if i + 1 < len(pieces) else p.end, header)
+            for i, p in enumerate(pieces)]
 
 
 def run_files(files: list[SourceFile], options: LintOptions,
               ignores_for: Callable[[Path], tuple[str, ...]] = lambda p: (),
               *, jobs: int | None = None,
               progress: Callable[[int], None] | None = None) -> list[FileResult]:
-    """The first pass over ``files`` on all usable cores."""
+    """The first pass over ``files`` on all usable cores (big modules in pieces)."""
     jobs = jobs or cpus_usable()
-    items = [(str(f.path), ignores_for(f.path), options, f.is_test) for f in
-             sorted(files, key=lambda f: f.size, reverse=True)]
-    return _map(_first_pass_chunk, items, jobs, progress)
+    items: list[Item | Piece] = []
+    for f in sorted(files, key=lambda f: f.size, reverse=True):
+        items.extend(_items(f, ignores_for(f.path), options))
+    results = _map(_first_pass_chunk, items, jobs, progress if len(items) == len(files) else None)
+    if len(items) == len(files):
+        return results
+    merged: dict[str, list[FileResult]] = {}
+    for r in results:
+        merged.setdefault(r.path, []).append(r)
+    out = []
+    for path, parts in merged.items():
+        out.append(parts[0] if len(parts) == 1 else chunks.merge(path, parts))
+    if progress:
+        progress(len(out))
+    return out
 
 
 # ---------------------------------------------------------------------- the program
@@ -444,7 +514,7 @@ def _ignored(f: LintFinding, codes: tuple[str, ...]) -> bool:
 def _relint_chunk(chunk: list[Item]) -> list[FileResult]:
     assert _PROGRAM is not None
     with _gc_paused():
-        return [relint_file(p, o, ign, _PROGRAM, _LINTED, _TESTS) for p, ign, o, _t in chunk]
+        return [relint_file(p, o, ign, _PROGRAM, _LINTED, _TESTS) for p, o, ign, _t in chunk]
 
 
 def link(results: list[FileResult], options: LintOptions,
@@ -473,7 +543,7 @@ def second_look(results: list[FileResult], program: Program, options: LintOption
     _PROGRAM, _LINTED, _TESTS = program, linted, tests
     _TREES.clear()
     try:
-        items = [(r.path, ignores_for(Path(r.path)), options, False) for r in todo]
+        items: list[Item] = [(r.path, options, ignores_for(Path(r.path)), False) for r in todo]
         again = _map(_relint_chunk, items, jobs, None)
     finally:
         _PROGRAM, _LINTED, _TESTS = None, frozenset(), frozenset()

@@ -131,7 +131,7 @@ class ModuleIndex:
     """Everything collected from one module in one pass."""
 
     def __init__(self, tree: ast.Module, path: str = "<string>", *, light: bool = False,
-                 text: str = "") -> None:
+                 text: str = "", preamble: list[ast.stmt] | None = None) -> None:
         self.tree = tree
         self.path = path
         self.light = light
@@ -181,6 +181,9 @@ class ModuleIndex:
         self.matmul_binops = 0
         self._parents: dict[ast.AST, ast.AST] | None = None
         self._collect_top_imports()
+        for stmt in preamble or ():  # a piece of a big module: the module's imports
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self._import(stmt)
         if light:
             self._walk_statements(tree.body, None, None, None)
             self._text_facts(text)
