@@ -88,7 +88,9 @@ class LintOptions:
                           root=Path(self.ignore_root or ".")).ignored_for(Path(path))
 
 
-_GATE_BYTES = TRIGGERS + tuple(t.encode() for t in GATE_SUBSTRINGS) + (b".cuda(", b".to(")
+# a module of command-line options or config classes: its defaults count for the program
+_GATE_BYTES = TRIGGERS + tuple(t.encode() for t in GATE_SUBSTRINGS) + (
+    b".cuda(", b".to(", b"add_argument", b"dataclass")
 _GATE_DL_BYTES = re.compile(GATE_DL.pattern.encode())
 
 

@@ -118,7 +118,10 @@ def lint_text(text: str, path: str, options: LintOptions,
     if not worth_analysing(text):
         if not summarise:
             return FileResult(path, analyzed=False)
-        index = ModuleIndex(tree, path, light=True, text=text, preamble=preamble)
+        # the light pass sees no calls: a module declaring command-line options (an
+        # argparse parser) gets the full one, its defaults count for the program
+        index = ModuleIndex(tree, path, light="add_argument" not in text, text=text,
+                            preamble=preamble)
         return FileResult(path, analyzed=False, facts=frozenset(index.facts),
                           summary=summarize(index), imports=_top_imports(index))
     lines = text.splitlines()

@@ -265,6 +265,22 @@ class LoopModel:
                 return "rare"
         return None
 
+    def runs_once(self, loop: ast.AST) -> bool:
+        """`for epoch in range(1)`, or over `range(args.epochs)` whose option defaults to
+        1: the loop body runs once, so what is inside it is not repeated."""
+        if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)
+                and callee_tail(loop.iter) == "range" and len(loop.iter.args) == 1):
+            return False
+        n = loop.iter.args[0]
+        if isinstance(n, ast.Constant):
+            return n.value == 1
+        if isinstance(n, ast.Call) and callee_tail(n) == "int" and n.args:
+            n = n.args[0]  # range(int(args.epochs))
+        if isinstance(n, ast.Attribute) and options_owner(n.value):
+            st = self.ctx.program.setting(n.attr)
+            return st is not None and st.default in (1, "1")
+        return False
+
     def gates_progress(self, test: ast.AST, st: State) -> bool:
         """`if cur_nimg < tick_start + tick_len: continue`: what follows waits for a
         counter to pass a threshold -- it runs once in a while, not every iteration."""

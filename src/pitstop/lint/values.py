@@ -220,6 +220,9 @@ class ValueModel:
             inner = self.kind(node.value, st)
             if inner in (GPU, MASK):
                 return inner
+            if inner is None and root_name(node.value) not in st.batch \
+                    and self.kind(node.slice, st) in (GPU, MASK):
+                return GPU  # indexed with a GPU tensor: the result is on the GPU too
             return None
         if isinstance(node, ast.IfExp):
             a, b = self.kind(node.body, st), self.kind(node.orelse, st)
@@ -251,6 +254,8 @@ class ValueModel:
                 target = dev.value if dev is not None else (node.args[0] if node.args else None)
                 dk = ctx.devices.kind(target, st.func) if target is not None else None
                 if dk == DEV_GPU or (dk == "maybe" and ctx.gpu_program):
+                    if recv == MASK:
+                        return MASK  # a boolean mask moved is still a mask
                     return self.module_kind(func.value, st, node) if is_model(recv) or \
                         self.looks_like_module(func.value, st) else GPU
                 if dk == DEV_CPU:

@@ -395,7 +395,10 @@ class Walker:
         self.walk_body(loop.orelse, st)
 
     def _in_outer_loop(self, loop: ast.AST) -> bool:
-        return self.ctx.index.outer_loop.get(loop) is not None
+        """Inside another loop that runs more than once (`for epoch in range(1)`, or a
+        `--epochs` option that defaults to 1, runs once)."""
+        outer = self.ctx.index.outer_loop.get(loop)
+        return outer is not None and not self.ctx.loops.runs_once(outer)
 
     def _any_loader_kind(self, it: ast.expr, st: State) -> str | None:
         """The kind of the loader a batch iterable wraps, known or not."""

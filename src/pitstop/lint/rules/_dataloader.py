@@ -12,6 +12,7 @@ from pitstop.lint.astutil import LOADER_WRAPPERS, callee_tail, dotted, iter_shal
 from pitstop.lint.context import USE_EPOCHS, ModuleContext
 from pitstop.lint.index import FuncDef
 from pitstop.lint.loaders import ABSENT, UNRESOLVED, KwargsResolver, Value, loader_arg
+from pitstop.lint.loops import NOT_BATCHES
 from pitstop.lint.loaders import dataloader_calls as _calls
 from pitstop.lint.settings import UNKNOWN, options_owner
 
@@ -142,8 +143,8 @@ def _uses_by_name(ctx: ModuleContext) -> tuple[dict[tuple[object, str], list[ast
                     loops.setdefault((owner, n), []).append(loop)
                     loops.setdefault(("*", n), []).append(loop)
     for c in index.calls:
-        if callee_tail(c) in LOADER_WRAPPERS:
-            continue
+        if callee_tail(c) in LOADER_WRAPPERS or callee_tail(c) in NOT_BATCHES:
+            continue  # `len(loader)` reads no batch
         owner = index.owner.get(c)
         for a in c.args:
             n = dotted(a)
@@ -154,12 +155,24 @@ def _uses_by_name(ctx: ModuleContext) -> tuple[dict[tuple[object, str], list[ast
     return loops, passes
 
 
+def _only_single_loops(ctx: ModuleContext, call: ast.Call) -> bool:
+    """Is every loop around ``call`` (in its function) one that runs once?"""
+    loops = [a for a in ctx.index.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor,
+                                                                    ast.While))]
+    return bool(loops) and all(ctx.loops.runs_once(lp) for lp in loops)
+
+
 def _called_in_loop(ctx: ModuleContext, fn: ast.AST | None) -> bool:
     name = getattr(fn, "name", None)
     if name is None:
         return False
-    if any(c in ctx.index.calls_in_loop for c in ctx.index.calls_by_tail.get(name, ())):
-        return True
+    method = fn in ctx.index.class_of
+    for c in ctx.index.calls_by_tail.get(name, ()):
+        # `train(...)` calls the function, `self.train(...)` the method; `net.train()` is
+        # another object's method
+        mine = dotted(c.func) == (f"self.{name}" if method else name)
+        if mine and c in ctx.index.calls_in_loop and not _only_single_loops(ctx, c):
+            return True
     qn = ctx.index.qualname_of(fn)  # type: ignore[arg-type]
     return ctx.program.called_in_loop(ctx.key, qn)
 
@@ -168,7 +181,11 @@ def _repeated(ctx: ModuleContext, node: ast.AST) -> bool:
     """Does ``node`` (a loop or a call) run many times: inside a loop, or in a function
     called inside one?"""
     index = ctx.index
-    if node in index.calls_in_loop or index.outer_loop.get(node) is not None:
+    outer = index.outer_loop.get(node)
+    if outer is not None and not ctx.loops.runs_once(outer):
+        return True
+    if node in index.calls_in_loop and not (isinstance(node, ast.Call) and _only_single_loops(
+            ctx, node)):
         return True
     return _called_in_loop(ctx, index.owner.get(node))
 
