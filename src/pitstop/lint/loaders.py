@@ -114,6 +114,11 @@ def dataset_on_device(index: ModuleIndex, call: ast.Call) -> bool:
     return False
 
 
+def dataset_arg(call: ast.Call) -> ast.expr | None:
+    """The dataset a DataLoader call reads (first argument or ``dataset=``)."""
+    return _dataset_arg(call)
+
+
 def in_memory_dataset(index: ModuleIndex, call: ast.Call) -> bool:
     """Does the loader read a TensorDataset (tensors already in memory: workers only add
     inter-process copies, and there is nothing to decode)?"""

@@ -472,6 +472,17 @@ class Program:
             return self.lookup(key, rest.partition("#")[0])
         return None
 
+    @_query
+    def trivial_items(self, key: str, desc: str | None) -> bool:
+        """Is ``desc`` an instance of a Dataset class whose items cost nothing to load?"""
+        if not desc or not desc.startswith(("call:", "obj:")):
+            return False
+        sym = self.callee(key, desc.partition(":")[2].partition("#")[0])
+        if sym is None or sym.kind != "class":
+            return False
+        summary = self.klass(sym.module, sym.name)
+        return summary is not None and summary.trivial_items
+
     def _instance(self, module: str, cls: str) -> Resolved:
         if self.class_is(module, cls, "module"):
             return Resolved("model", module, cls)

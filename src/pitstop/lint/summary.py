@@ -76,6 +76,9 @@ class ClassSummary:
     methods: tuple[str, ...]
     attrs: dict[str, str]  # self.X -> descriptor
     is_module: bool  # subclasses something named *Module (resolved further by the program)
+    # a Dataset whose __getitem__ calls nothing (it hands back what it holds): loading
+    # an item costs nothing, so workers and pinned memory would buy nothing
+    trivial_items: bool = False
 
 
 @dataclass(frozen=True)
@@ -410,8 +413,11 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
                                 if desc:
                                     attrs[en[5:]] = desc
         bases = tuple(b for b in (dotted(x) for x in cls.bases) if b)
+        getitem = index.method(cls, "__getitem__")
+        trivial = getitem is not None and not any(
+            isinstance(n, ast.Call) for stmt in getitem.body for n in ast.walk(stmt))
         s.classes[name] = ClassSummary(name, cls.lineno, bases, tuple(methods), attrs,
-                                       name in index.module_classes)
+                                       name in index.module_classes, trivial)
     for (owner, name), top in index.scoped_assigns.items():
         if owner is None and "." not in name:
             desc = d._first(top, name, None, 0)

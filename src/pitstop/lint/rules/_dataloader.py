@@ -11,9 +11,17 @@ from dataclasses import dataclass
 from pitstop.lint.astutil import LOADER_WRAPPERS, callee_tail, dotted, iter_shallow, unwrap_iterable
 from pitstop.lint.context import USE_EPOCHS, ModuleContext
 from pitstop.lint.index import FuncDef
-from pitstop.lint.loaders import ABSENT, UNRESOLVED, KwargsResolver, Value, loader_arg
-from pitstop.lint.loops import NOT_BATCHES
+from pitstop.lint.loaders import (
+    ABSENT,
+    UNRESOLVED,
+    KwargsResolver,
+    Value,
+    dataset_arg,
+    in_memory_dataset,
+    loader_arg,
+)
 from pitstop.lint.loaders import dataloader_calls as _calls
+from pitstop.lint.loops import NOT_BATCHES
 from pitstop.lint.settings import UNKNOWN, options_owner
 
 ZERO = "zero"
@@ -102,6 +110,18 @@ def suggested_workers(cpus: int, local_world_size: int) -> int:
 
 def call_position(ctx: ModuleContext, call: ast.Call) -> tuple[int, int]:
     return call.func.lineno, ctx.char_column(call.func.lineno, call.func.col_offset)
+
+
+def cheap_items(ctx: ModuleContext, call: ast.Call) -> bool:
+    """The loader's data costs nothing to load: a TensorDataset (already tensors in
+    memory) or a Dataset whose __getitem__ calls nothing (prompt strings, indices)."""
+    if in_memory_dataset(ctx.index, call):
+        return True
+    ds = dataset_arg(call)
+    if ds is None:
+        return False
+    d = ctx.describer.describe(ds, ctx.index.owner.get(call))
+    return ctx.program.trivial_items(ctx.key, d)
 
 
 def pins_memory(call: ast.Call) -> bool:

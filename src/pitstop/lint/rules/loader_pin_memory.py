@@ -9,7 +9,12 @@ from pitstop.lint.astutil import callee_tail, kwarg
 from pitstop.lint.context import OR, USE_GPU, ModuleContext
 from pitstop.lint.loaders import ABSENT, PINS_ITSELF, dataset_on_device, in_memory_dataset
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
-from pitstop.lint.rules._dataloader import arg_values, call_position, dataloader_calls, flag_state
+from pitstop.lint.rules._dataloader import (
+    arg_values,
+    call_position,
+    dataloader_calls,
+    flag_state,
+)
 
 CODE = "LT003"
 ANY_LOADER_TO_GPU = "loader_gpu_any"  # some batch of the program goes to the GPU, loader unknown
@@ -19,6 +24,8 @@ def check(ctx: ModuleContext) -> None:
     if not ctx.gpu_program:
         return
     for call in dataloader_calls(ctx):
+        # (a cheap dataset still yields tensors the program copies: pinning helps them,
+        # except for a TensorDataset, whose batches are slices of tensors already built)
         if in_memory_dataset(ctx.index, call) or callee_tail(call) in PINS_ITSELF \
                 or dataset_on_device(ctx.index, call):
             continue

@@ -7,12 +7,13 @@ import ast
 
 from pitstop.lint.astutil import kwarg
 from pitstop.lint.context import ModuleContext
-from pitstop.lint.loaders import ABSENT, POSITIONS, in_memory_dataset
+from pitstop.lint.loaders import ABSENT, POSITIONS
 from pitstop.lint.model import UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import (
     ZERO,
     arg_values,
     call_position,
+    cheap_items,
     dataloader_calls,
     number_state,
     suggested_workers,
@@ -23,8 +24,8 @@ CODE = "LT002"
 
 def check(ctx: ModuleContext) -> None:
     for call in dataloader_calls(ctx):
-        if in_memory_dataset(ctx.index, call):
-            continue  # a TensorDataset: nothing to decode, workers would only copy tensors
+        if cheap_items(ctx, call):
+            continue  # nothing to decode or load: workers would only copy items around
         values = arg_values(ctx, call, "num_workers")
         scope = ctx.index.owner.get(call)
         judged = [number_state(ctx, v, scope) for v in values]
