@@ -44,16 +44,21 @@ def collect_aliases(tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
+_NAME, _ATTR = ast.Name, ast.Attribute
+
+
 def dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None (no alias resolution)."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
+    t = node.__class__
+    if t is _NAME:
+        return node.id  # type: ignore[attr-defined]
+    if t is not _ATTR:
+        return None
+    value = node.value  # type: ignore[attr-defined]
+    if value.__class__ is _NAME:  # the common `self.model`, `torch.cuda`
+        return f"{value.id}.{node.attr}"  # type: ignore[attr-defined]
+    inner = dotted(value)
+    return None if inner is None else f"{inner}.{node.attr}"  # type: ignore[attr-defined]
 
 
 def qualname(node: ast.AST, aliases: dict[str, str]) -> str | None:
