@@ -126,8 +126,9 @@ def analyze(ctx: ModuleContext) -> None:
 
     hot = [rule for code, rule in HOT_RULES if wanted(code)]
     # The walk also feeds program-level facts (training loops, batches moved to the GPU),
-    # so it runs whenever the text could hold a loop worth knowing about.
-    if ctx.could_have_hot_loops():
+    # so it runs whenever the text could hold a loop worth knowing about -- not in test
+    # code left out of the loop rules (its loops are not the program's training).
+    if not tests_off and ctx.could_have_hot_loops():
         ctx.run(hot)
     if ctx.has_train_loop:
         ctx.analysis.uses.add(USE_TRAIN + ctx.key)

@@ -538,7 +538,9 @@ def second_look(results: list[FileResult], program: Program, options: LintOption
     """The third pass: analyse again, against the whole program, the files for which it
     answers some question differently; their findings replace the first pass's."""
     global _PROGRAM, _LINTED, _TESTS
-    todo = [r for r in results if r.answers and answers_differ(program, r.answers)]
+    # (test code left out of the loop rules has nothing a second look could change)
+    todo = [r for r in results if r.answers and (options.include_tests or program.key(
+        r.path) not in tests) and answers_differ(program, r.answers)]
     if not todo:
         return
     by_path = {r.path: r for r in results}
