@@ -237,3 +237,48 @@ def test_first_pass_results_are_cached_by_content(tmp_path, monkeypatch) -> None
     (tmp_path / "train.py").write_text(ONE_FILE["train.py"] + "\n# changed\n")
     engine.lint_file(str(tmp_path / "train.py"), opts)
     assert calls == [1, 1]
+
+
+def test_model_modules_reached_by_name_count_for_the_program(tmp_path) -> None:
+    # networks.py is not imported: the training loop builds its classes from a string
+    # (a registry). Its fp16 layers still count: no "no autocast anywhere" finding.
+    run = program(tmp_path, {
+        "networks.py": """
+            import torch
+
+            class Generator(torch.nn.Module):
+                def forward(self, x):
+                    return self.body(x.to(torch.float16))
+            """,
+        "training_loop.py": """
+            import torch
+            import registry
+
+            def train(loader, opt, device):
+                G = registry.construct_class_by_name("networks.Generator").to(device)
+                for x in loader:
+                    loss = G(x.to(device)).mean()
+                    loss.backward()
+                    opt.step()
+            """,
+    }, select=("LT006",))
+    assert not run.findings
+
+
+def test_a_gradient_accumulation_helper_counts_as_backward(tmp_path) -> None:
+    run = program(tmp_path, {"train.py": """
+        import torch
+
+        def backward(loss, scaler):
+            scaler.scale(loss).backward()
+
+        def train(model, loader, opt, scaler, accum):
+            model = torch.nn.parallel.DistributedDataParallel(model)
+            for i, batch in enumerate(loader):
+                for j in range(accum):
+                    loss = model(batch[j].cuda()).mean()
+                    backward(loss, scaler)
+                scaler.step(opt)
+                scaler.update()
+        """}, select=("LT010",))
+    assert found(run) == {("train.py", 11, "LT010")}

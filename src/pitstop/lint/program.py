@@ -809,8 +809,33 @@ class Program:
         out: set[str] = set()
         for e in entries:
             out |= self._closure(e)
+        out |= self._reached_dynamically(key)
         self._memo[memo_key] = out
         return out
+
+    def _reached_dynamically(self, key: str) -> set[str]:
+        """Model definitions (modules of nn.Module classes, no training of their own) that
+        no module of the run imports: something reaches them by name -- a registry,
+        `construct_class_by_name("training.networks.Generator")`, a config -- so they run
+        with the programs of the run (their layers and precision count)."""
+        memo_key = ("dynamic", "")
+        if memo_key not in self._memo:
+            found: set[str] = set()
+            assert self._importers is not None
+            for m, s in self.modules.items():
+                if self._importers.get(m) or any(f.marks for f in s.functions.values()):
+                    continue
+                if any(self.class_is(m, c, "module") for c in s.classes):
+                    found.add(m)
+            self._memo[memo_key] = found
+        found = self._memo[memo_key]
+        if key in found:
+            return set()
+        # only next to this program: its folder, or the package it is in
+        here = os.path.dirname(key)
+        top = self._package_top(here)
+        return {m for m in found if os.path.dirname(m) == here or (
+            top != here and m.startswith(top + os.sep))}
 
     def facts(self, key: str) -> set[str]:
         """The program facts of every module that runs with ``key``."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from pitstop.lint.astutil import callee_tail
 from pitstop.lint.context import LOOPS, ModuleContext, State
 from pitstop.lint.index import FUNCS
 
@@ -18,8 +19,8 @@ def _calls_with_guards(stmts: list[ast.stmt], guards: tuple[ast.AST, ...] = ()
     `scaler.scale(loss).backward()`) with the `if`s and loops around them, outermost
     first. Nested functions are not entered."""
     for stmt in stmts:
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            yield stmt.value, guards
+        if isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(stmt.value, ast.Call):
+            yield stmt.value, guards  # `loss.backward()`, `grad_norm = loss_scaler(...)`
         elif isinstance(stmt, ast.If):
             inner = (*guards, stmt)
             yield from _calls_with_guards(stmt.body, inner)
@@ -45,7 +46,13 @@ def check(ctx: ModuleContext) -> None:
                 is_backward = isinstance(call.func, ast.Attribute) and call.func.attr == "backward"
                 (backwards if is_backward else steps).append((call, gs))
             elif ctx.loops.call_steps(call, st):
-                combined.append(call)
+                tail = callee_tail(call)
+                if "backward" in tail:  # a helper: `backward(total_loss, scaler)`
+                    backwards.append((call, gs))
+                elif "step" in tail:
+                    steps.append((call, gs))
+                else:
+                    combined.append(call)
         found = _accumulating(ctx, backwards, steps, st)
         if found is None:
             # `loss_scaler(loss, optimizer, update_grad=(idx + 1) % accum == 0)`
