@@ -118,3 +118,67 @@ def test_one_iterator_for_the_whole_run_keeps_its_workers() -> None:
             optimizer.step()
         """)
     assert not lint_source(src, "train.py", select=("LT004",))
+
+
+def test_items_that_cost_nothing_to_load() -> None:
+    # prompts and indices (a class-image sampling loader): no workers, nothing to pin;
+    # tensors held in memory and only cast per item: no workers, but their batches are
+    # still copies from pageable memory (pinning helps)
+    src = HEAD + textwrap.dedent("""
+        from torch.utils.data import Dataset
+
+        class PromptDataset(Dataset):
+            def __init__(self, prompt, n):
+                self.prompt, self.n = prompt, n
+            def __len__(self):
+                return self.n
+            def __getitem__(self, index):
+                return {"prompt": self.prompt, "index": index}
+
+        class HeldImages(Dataset):
+            def __init__(self, images, labels):
+                self.images, self.labels = images, labels
+            def __getitem__(self, idx):
+                return self.images[idx].float(), self.labels[idx]
+
+        prompts = DataLoader(PromptDataset("a dog", 100), batch_size=4)
+        for batch in prompts:
+            x = batch["index"].to(device)
+        loader = DataLoader(HeldImages(imgs, labels), batch_size=64)
+        """) + LOOP
+    got = {(f.line, f.code) for f in lint_source(src, "train.py", select=("LT002", "LT003"))}
+    assert got == {(src.splitlines().index(
+        "loader = DataLoader(HeldImages(imgs, labels), batch_size=64)") + 1, "LT003")}
+
+
+def test_lightning_datamodule_loaders_placed_by_fabric(tmp_path) -> None:
+    # `fabric.setup_dataloaders(train_dl, val_dl)` re-binds the names a data module's
+    # `train_dataloader()` gave: the batches arrive on the GPU, so `.item()` on them syncs
+    run = program(tmp_path, {
+        "finetune.py": """
+            import torch
+
+            def main(fabric, data, model, optimizer):
+                train_dl, val_dl = get_dataloaders(fabric, data)
+                fit(fabric, model, optimizer, train_dataloader=train_dl)
+
+            def get_dataloaders(fabric, data):
+                train_dl = data.train_dataloader()
+                val_dl = data.val_dataloader()
+                train_dl, val_dl = fabric.setup_dataloaders(train_dl, val_dl)
+                return train_dl, val_dl
+
+            def fit(fabric, model, optimizer, train_dataloader):
+                it = iter(train_dataloader)
+                step = 0
+                while step < 1000:
+                    batch = next(it)
+                    loss = model(batch["input_ids"]).mean()
+                    fabric.backward(loss)
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    step += 1
+                    seen = batch["counts"].sum().item()
+            """,
+    }, select=("LT001",))
+    assert found(run) == {("finetune.py", 23, "LT001")}

@@ -212,6 +212,44 @@ def test_callers_tell_a_function_what_its_parameters_hold(tmp_path) -> None:
     assert ("engine.py", 8, "LT001") in found(run)
 
 
+def test_star_imports_bring_a_module_s_functions(tmp_path) -> None:
+    # tutorial code: `from utils import *`; the metric helper reads a GPU scalar per step.
+    # The name is looked up through the star imports only when nothing else binds it;
+    # utils.py never names torch, yet its `.item()` runs per batch.
+    run = program(tmp_path, {
+        "utils.py": """
+            def accuracy(scores, targets, k):
+                _, ind = scores.topk(k, 1, True, True)
+                correct = ind.eq(targets.view(-1, 1).expand_as(ind))
+                return correct.view(-1).float().sum().item() * (100.0 / targets.size(0))
+
+            def _private(x):
+                return x.item()
+            """,
+        "more.py": """
+            from utils import *
+            """,
+        "train.py": """
+            import torch
+            from more import *
+
+            device = torch.device("cuda")
+
+            def train(loader, model, criterion, optimizer):
+                for imgs, targets in loader:
+                    imgs, targets = imgs.to(device), targets.to(device)
+                    scores = model(imgs)
+                    loss = criterion(scores, targets)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    top5 = accuracy(scores, targets, 5)
+                    _private(loss)
+            """,
+    })
+    assert found(run, "LT001") == {("utils.py", 4, "LT001")}
+
+
 def test_summaries_are_picklable_and_linking_is_cheap() -> None:
     src = "import torch\nfrom torch.utils.data import DataLoader\n\ndef f(ds):\n" \
           "    return DataLoader(ds, num_workers=2), torch.device('cuda')\n"

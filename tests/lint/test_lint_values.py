@@ -49,6 +49,9 @@ def _sync(line: str) -> list[str]:
     ("host = torch.zeros(2)\nhost[0] = loss", "setitem"),
     ("head = logits[: mask.sum()]", "slice"),
     ("progress.set_postfix(loss=loss)", "progress"),
+    # a list of GPU tensors concatenated is a GPU tensor (yolov7-style target assignment)
+    ("parts = []\nfor k in range(3):\n    parts.append(logits[k])\nkept = torch.cat(parts)[mask]",
+     "boolean-mask"),
 ])
 def test_sync_forms(line, sync) -> None:
     assert _sync(line) == [sync], line
@@ -64,6 +67,7 @@ def test_sync_forms(line, sync) -> None:
     "if step % 100 == 0:\n    print(loss.item())",  # a rare guard
     "params = list(model.parameters())",
     "batch = tuple(t.to(device) for t in (x, y))",
+    "seen = []\nseen.append(loss)\nif seen:\n    pass",  # a list's truth is its length
 ])
 def test_not_syncs(line) -> None:
     assert _sync(line) == [], line

@@ -88,9 +88,12 @@ class LintOptions:
                           root=Path(self.ignore_root or ".")).ignored_for(Path(path))
 
 
-# a module of command-line options or config classes: its defaults count for the program
+# a module of command-line options or config classes: its defaults count for the program;
+# a helper module of metrics that never names torch (`return correct.sum().item()`) holds
+# syncs when the training loop calls it per batch
 _GATE_BYTES = TRIGGERS + tuple(t.encode() for t in GATE_SUBSTRINGS) + (
-    b".cuda(", b".to(", b"add_argument", b"dataclass")
+    b".cuda(", b".to(", b"add_argument", b"dataclass", b".item()", b".tolist()", b".cpu()",
+    b".numpy()", b"import *")
 _GATE_DL_BYTES = re.compile(GATE_DL.pattern.encode())
 
 

@@ -17,6 +17,9 @@ LOSS_RE = re.compile(r"loss|criterion|^crit", re.IGNORECASE)
 OPTIM_RE = re.compile(r"optim|^opt($|_)|_opt$|^opt[A-Z]|scaler", re.IGNORECASE)
 LOADERISH_RE = re.compile(r"loader|^dl$|^dl_|_dl$|batches|batch_iter|data_iter|train_iter|val_iter",
                           re.IGNORECASE)
+# the loader methods of a Lightning DataModule: `data.train_dataloader()` is a DataLoader
+DATAMODULE_LOADERS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader",
+                                "predict_dataloader"})
 LOADER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "islice", "trange", "track",
                              "progress", "cycle", "ProgressBar", "auto"})
 

@@ -189,7 +189,7 @@ class ModuleIndex:
             self._text_facts(text)
         else:
             self._walk()
-        self.import_locals = {i.local for i in self.imports}
+        self.import_locals = {i.local for i in self.imports if i.local != "*"}
 
     # ------------------------------------------------------------------ the pass
     def _collect_top_imports(self) -> None:
@@ -220,7 +220,8 @@ class ModuleIndex:
         else:
             module = node.module or ""
             for a in node.names:
-                if a.name == "*":
+                if a.name == "*":  # `from utils import *`: looked up when a name is not found
+                    self.imports.append(ImportRef("*", module, "*", node.level or 0, node.lineno))
                     continue
                 local = a.asname or a.name
                 if not node.level and module:
@@ -671,3 +672,4 @@ class ModuleIndex:
     def qualname_of(self, fn: FuncDef) -> str:
         cls = self.class_of.get(fn)
         return f"{cls.name}.{fn.name}" if cls is not None else fn.name
+

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any, TypeVar
 
-from pitstop.lint.astutil import LOADERISH_RE
+from pitstop.lint.astutil import DATAMODULE_LOADERS, LOADERISH_RE
 from pitstop.lint.settings import UNKNOWN, Setting
 from pitstop.lint.summary import SEP, TUPLE, ClassSummary, FuncSummary, ModuleSummary
 
@@ -113,6 +113,7 @@ class Program:
         self._settings: dict[str, Setting] | None = None
         self._folders: dict[str, list[str]] | None = None
         self._tops: dict[str, str] = {}
+        self._starring: set[str] = set()  # modules whose star imports are being searched
         self._depth = 0  # nesting of questions being answered
 
     def replaced(self, summary: ModuleSummary) -> Program:
@@ -202,11 +203,14 @@ class Program:
                 return self._in_class(r.module, r.name, rest)
             return None
         ref = None
+        stars = []
         for imp in s.imports:
             if imp.local == head:
                 ref = imp
+            elif imp.local == "*":
+                stars.append(imp)
         if ref is None:
-            return None
+            return self._star_lookup(key, dotted, stars) if stars and head[:1] != "_" else None
         if ref.name is None:
             if ref.local != ref.module.split(".")[0]:  # `import a.b as x`: x is a.b
                 mod = self.resolve_module(key, ref.module, 0)
@@ -234,6 +238,23 @@ class Program:
             if owner is not None:
                 return self.lookup(owner, ref.name + (f".{rest}" if rest else ""))
         return None
+
+    def _star_lookup(self, key: str, dotted: str, stars: list[Any]) -> Sym | None:
+        """``dotted`` in the modules ``key`` star-imports (`from utils import *`), the
+        last import first (a later one shadows an earlier one)."""
+        if key in self._starring:
+            return None  # star imports in a cycle
+        self._starring.add(key)
+        try:
+            for imp in reversed(stars):
+                mod = self.resolve_module(key, imp.module, imp.level)
+                if mod is not None and mod != key:
+                    found = self.lookup(mod, dotted)
+                    if found is not None:
+                        return found
+            return None
+        finally:
+            self._starring.discard(key)
 
     def defined_in_package(self, key: str, module: str, level: int, name: str) -> str | None:
         """The module of the folder ``module`` that defines ``name`` at its top level,
@@ -340,7 +361,9 @@ class Program:
             name, _, pos = rest.partition("#")
             sym = self.callee(key, name)
             if sym is None:
-                return None
+                # `data.train_dataloader()` of a DataModule the program does not show
+                return Resolved("loader") if kind == "call" and not pos and \
+                    name.rsplit(".", 1)[-1] in DATAMODULE_LOADERS else None
             if sym.kind == "class":
                 return self._instance(sym.module, sym.name)
             if sym.kind == "func" and kind == "call":
@@ -473,15 +496,16 @@ class Program:
         return None
 
     @_query
-    def trivial_items(self, key: str, desc: str | None) -> bool:
-        """Is ``desc`` an instance of a Dataset class whose items cost nothing to load?"""
+    def trivial_items(self, key: str, desc: str | None, plain: bool = False) -> bool:
+        """Is ``desc`` an instance of a Dataset class whose items cost nothing to load
+        (``plain``: and are no slices of held data either)?"""
         if not desc or not desc.startswith(("call:", "obj:")):
             return False
         sym = self.callee(key, desc.partition(":")[2].partition("#")[0])
         if sym is None or sym.kind != "class":
             return False
         summary = self.klass(sym.module, sym.name)
-        return summary is not None and summary.trivial_items
+        return summary is not None and (summary.plain_items if plain else summary.trivial_items)
 
     def _instance(self, module: str, cls: str) -> Resolved:
         if self.class_is(module, cls, "module"):

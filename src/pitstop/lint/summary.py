@@ -36,7 +36,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from pitstop.lint.astutil import LOADER_WRAPPERS, LOADERISH_RE, callee_tail, dotted, qualname
+from pitstop.lint.astutil import (
+    DATAMODULE_LOADERS,
+    LOADER_WRAPPERS,
+    LOADERISH_RE,
+    callee_tail,
+    dotted,
+    qualname,
+)
 from pitstop.lint.index import FUNCS, MODEL_FACTORY_RE, FuncDef, ImportRef, ModuleIndex
 from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id
 from pitstop.lint.settings import Setting, argparse_settings, class_settings, options_owner
@@ -79,6 +86,9 @@ class ClassSummary:
     # a Dataset whose __getitem__ calls nothing (it hands back what it holds): loading
     # an item costs nothing, so workers and pinned memory would buy nothing
     trivial_items: bool = False
+    # ... and indexes nothing either: its items are the index and attributes as they are
+    # (a prompt string), no tensor a pinned buffer would speed up
+    plain_items: bool = False
 
 
 @dataclass(frozen=True)
@@ -223,6 +233,14 @@ class Describer:
 
     def _first(self, assigns: list[ast.Assign | ast.AnnAssign], name: str, scope: FuncDef | None,
                depth: int) -> str | None:
+        d = self._first_uncached(assigns, name, scope, depth)
+        if d is not None and _loaderish(d) and not d.endswith("!gpu") and any(
+                _places(a.value, name) for a in assigns[1:]):
+            return d + "!gpu"  # `loader = DataLoader(...)`; later `loader = fabric.setup...(loader)`
+        return d
+
+    def _first_uncached(self, assigns: list[ast.Assign | ast.AnnAssign], name: str,
+                        scope: FuncDef | None, depth: int) -> str | None:
         for a in assigns:
             if a.value is None:
                 continue
@@ -249,7 +267,7 @@ class Describer:
         if isinstance(value, ast.Call) and callee_tail(value) in {"prepare", "setup_dataloaders"} \
                 and len(value.args) == len(target.elts):
             d = self.describe(value.args[pos], scope, depth + 1)
-            return d + "!gpu" if d and d.startswith("loader") else d
+            return f"{d}!gpu" if _loaderish(d) else d
         if isinstance(value, ast.Call):
             d = self._call(value, scope, depth)
             if d and d.startswith("call:"):
@@ -286,8 +304,8 @@ class Describer:
             if tail in {"prepare", "setup_dataloaders"} and len(call.args) == 1:
                 d = self.describe(call.args[0], scope, depth + 1)
                 placer = (dotted(func.value) or "").rsplit(".", 1)[-1].lower()
-                if d and d.startswith("loader") and ("accelerator" in placer or "fabric" in placer):
-                    return d + "!gpu"
+                if _loaderish(d) and ("accelerator" in placer or "fabric" in placer):
+                    return f"{d}!gpu"
                 return d
         if tail in {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel",
                     "FSDP"} or (tail == "compile" and "torch" in qn):
@@ -414,10 +432,14 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
                                     attrs[en[5:]] = desc
         bases = tuple(b for b in (dotted(x) for x in cls.bases) if b)
         getitem = index.method(cls, "__getitem__")
+        nodes = [n for stmt in getitem.body for n in ast.walk(stmt)] if getitem is not None \
+            else []
         trivial = getitem is not None and not any(
-            isinstance(n, ast.Call) for stmt in getitem.body for n in ast.walk(stmt))
+            isinstance(n, ast.Call) and not _cheap_method(n) for n in nodes)
+        plain = trivial and not any(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+                                    for n in nodes)
         s.classes[name] = ClassSummary(name, cls.lineno, bases, tuple(methods), attrs,
-                                       name in index.module_classes, trivial)
+                                       name in index.module_classes, trivial, plain)
     for (owner, name), top in index.scoped_assigns.items():
         if owner is None and "." not in name:
             desc = d._first(top, name, None, 0)
@@ -488,3 +510,44 @@ def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
         caller = index.qualname_of(scope) if scope is not None else ""
         out.append(CallSite(callee, caller, args, kwargs, call.lineno, in_loop))
     return out
+
+
+def _loaderish(d: str | None) -> bool:
+    """A descriptor of a loader: a DataLoader of the program, or a DataModule's
+    `train_dataloader()` (`call:param:main.data.train_dataloader`)."""
+    if not d:
+        return False
+    if d.startswith("loader"):
+        return True
+    return d.startswith("call:") and d.partition("#")[0].rsplit(".", 1)[-1] in DATAMODULE_LOADERS
+
+
+def _places(value: ast.expr | None, name: str) -> bool:
+    """Is ``value`` an accelerate/Fabric call that places the loader ``name`` on the
+    device (`fabric.setup_dataloaders(train_loader, val_loader)`)?"""
+    if not isinstance(value, ast.Call) or callee_tail(value) not in {"prepare",
+                                                                     "setup_dataloaders"}:
+        return False
+    if not isinstance(value.func, ast.Attribute):
+        return False
+    placer = (dotted(value.func.value) or "").rsplit(".", 1)[-1].lower()
+    return ("accelerator" in placer or "fabric" in placer) and any(
+        dotted(a) == name for a in value.args)
+
+
+# tensor methods that cost nothing next to loading an item (`self.features[idx].float()`)
+CHEAP_ITEM_METHODS = frozenset({"float", "long", "int", "half", "double", "bool", "byte",
+                                "clone", "view", "reshape", "unsqueeze", "squeeze", "permute",
+                                "contiguous", "flatten", "t"})
+
+
+def _cheap_method(call: ast.Call) -> bool:
+    """A dtype/shape method of an attribute's item (`self.x[i].float()`): no loading."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in CHEAP_ITEM_METHODS:
+        return False
+    inner = func.value
+    while isinstance(inner, (ast.Subscript, ast.Attribute)):
+        inner = inner.value
+    return isinstance(inner, ast.Name) and inner.id == "self" and not any(
+        isinstance(a, ast.Call) for a in call.args)

@@ -80,6 +80,9 @@ PLACED = "!gpu"  # a loader whose batches arrive on the accelerator (accelerate,
 # A value computed from GPU tensors by a function the analysis cannot see: probably a GPU
 # tensor. Reading it on the host (`.item()`, `.cpu()`) syncs; formatting it may not.
 DERIVED = "derived"
+# a Python list that GPU tensors were appended to (`all_b.append(b[idx])`): not a tensor
+# itself (`if all_b:` reads its length), but `torch.cat(all_b)` is a GPU tensor
+GPU_LIST = "gpu-list"
 # Methods of an accelerator object that hand back what they are given (placed).
 PLACERS = frozenset({"prepare", "setup_dataloaders", "prepare_data_loader"})
 COLLECTIVES = frozenset({"gather", "all_gather", "gather_for_metrics", "reduce", "all_reduce",
@@ -365,6 +368,9 @@ class ValueModel:
             if tail in {"stack", "cat", "concat"} and node.args and isinstance(
                     node.args[0], (ast.Tuple, ast.List)) and any(
                     self.kind(e, st) in (GPU, MASK) for e in node.args[0].elts):
+                return GPU
+            if tail in {"stack", "cat", "concat", "vstack", "hstack"} and node.args \
+                    and argkinds[:1] == [GPU_LIST]:
                 return GPU
             return GPU if any_gpu else None
         if qn.startswith(("numpy.", "np.", "math.")):

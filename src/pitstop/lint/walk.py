@@ -27,7 +27,7 @@ from pitstop.lint.astutil import (
 )
 from pitstop.lint.index import LOOPS, FuncDef
 from pitstop.lint.loops import ENGINES, LIGHTNING_HOOKS
-from pitstop.lint.values import CPU, GPU, MASK, MODEL, is_loader_kind, is_model, placed
+from pitstop.lint.values import CPU, GPU, GPU_LIST, MASK, MODEL, is_loader_kind, is_model, placed
 
 if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
@@ -267,6 +267,15 @@ class Walker:
         elif isinstance(stmt, ast.Expr):
             self.visit_expr(stmt.value, st)
             value = stmt.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                    and value.func.attr in {"append", "extend"} and len(value.args) == 1:
+                name = dotted(value.func.value)
+                added = value.args[0]
+                if value.func.attr == "extend" and isinstance(added, (ast.List, ast.Tuple)) \
+                        and len(added.elts) == 1:
+                    added = added.elts[0]
+                if name and st.env.get(name) is None and values.kind(added, st) in (GPU, MASK):
+                    st.env[name] = GPU_LIST  # `all_b.append(b[idx])`: torch.cat(all_b) is GPU
             if isinstance(value, ast.Call) and st.batch and values.moves_batch(value, st):
                 for a in value.args:  # `batch_to_device(batch, device)` moves it in place
                     root = a.id if isinstance(a, ast.Name) else None

@@ -112,16 +112,17 @@ def call_position(ctx: ModuleContext, call: ast.Call) -> tuple[int, int]:
     return call.func.lineno, ctx.char_column(call.func.lineno, call.func.col_offset)
 
 
-def cheap_items(ctx: ModuleContext, call: ast.Call) -> bool:
+def cheap_items(ctx: ModuleContext, call: ast.Call, plain: bool = False) -> bool:
     """The loader's data costs nothing to load: a TensorDataset (already tensors in
-    memory) or a Dataset whose __getitem__ calls nothing (prompt strings, indices)."""
+    memory) or a Dataset whose __getitem__ calls nothing (``plain``: nor indexes
+    anything: prompt strings, indices)."""
     if in_memory_dataset(ctx.index, call):
         return True
     ds = dataset_arg(call)
     if ds is None:
         return False
     d = ctx.describer.describe(ds, ctx.index.owner.get(call))
-    return ctx.program.trivial_items(ctx.key, d)
+    return ctx.program.trivial_items(ctx.key, d, plain)
 
 
 def pins_memory(call: ast.Call) -> bool:

@@ -7,11 +7,12 @@ import ast
 
 from pitstop.lint.astutil import callee_tail, kwarg
 from pitstop.lint.context import OR, USE_GPU, ModuleContext
-from pitstop.lint.loaders import ABSENT, PINS_ITSELF, dataset_on_device, in_memory_dataset
+from pitstop.lint.loaders import ABSENT, PINS_ITSELF, dataset_on_device
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import (
     arg_values,
     call_position,
+    cheap_items,
     dataloader_calls,
     flag_state,
 )
@@ -24,9 +25,10 @@ def check(ctx: ModuleContext) -> None:
     if not ctx.gpu_program:
         return
     for call in dataloader_calls(ctx):
-        # (a cheap dataset still yields tensors the program copies: pinning helps them,
-        # except for a TensorDataset, whose batches are slices of tensors already built)
-        if in_memory_dataset(ctx.index, call) or callee_tail(call) in PINS_ITSELF \
+        # (a TensorDataset's batches are slices of tensors already built; a Dataset whose
+        # __getitem__ calls and indexes nothing hands back prompt strings and indices --
+        # one that slices held lists still has its batches collated into tensors)
+        if cheap_items(ctx, call, plain=True) or callee_tail(call) in PINS_ITSELF \
                 or dataset_on_device(ctx.index, call):
             continue
         values = arg_values(ctx, call, "pin_memory")
