@@ -154,9 +154,28 @@ def test_items_that_cost_nothing_to_load() -> None:
 def test_lightning_datamodule_loaders_placed_by_fabric(tmp_path) -> None:
     # `fabric.setup_dataloaders(train_dl, val_dl)` re-binds the names a data module's
     # `train_dataloader()` gave: the batches arrive on the GPU, so `.item()` on them syncs
+    # (through an iterator class of the program that cycles over the loader)
     run = program(tmp_path, {
+        "cycle.py": """
+            import torch
+
+            class CycleIterator:
+                def __init__(self, iterable):
+                    self.iterable = iterable
+                    self._iterator = None
+
+                def __next__(self):
+                    if self._iterator is None:
+                        self._iterator = iter(self.iterable)
+                    try:
+                        return next(self._iterator)
+                    except StopIteration:
+                        self._iterator = iter(self.iterable)
+                        return next(self._iterator)
+            """,
         "finetune.py": """
             import torch
+            from cycle import CycleIterator
 
             def main(fabric, data, model, optimizer):
                 train_dl, val_dl = get_dataloaders(fabric, data)
@@ -169,7 +188,7 @@ def test_lightning_datamodule_loaders_placed_by_fabric(tmp_path) -> None:
                 return train_dl, val_dl
 
             def fit(fabric, model, optimizer, train_dataloader):
-                it = iter(train_dataloader)
+                it = CycleIterator(train_dataloader)
                 step = 0
                 while step < 1000:
                     batch = next(it)
@@ -181,4 +200,4 @@ def test_lightning_datamodule_loaders_placed_by_fabric(tmp_path) -> None:
                     seen = batch["counts"].sum().item()
             """,
     }, select=("LT001",))
-    assert found(run) == {("finetune.py", 23, "LT001")}
+    assert found(run) == {("finetune.py", 24, "LT001")}

@@ -194,3 +194,27 @@ def test_rare_guards_and_one_shot_loops() -> None:
                         break
         """)
     assert got == [16]
+
+
+def test_lightning_hook_batch_is_on_the_device_its_other_arguments_are_not() -> None:
+    src = textwrap.dedent("""
+        import torch
+        import lightning as L
+
+        class Seq2Seq(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self.loss(self(*batch[:-1]), batch[-1])
+                self.log("n", batch[-1].sum().item())
+                return loss
+
+            def predict_step(self, batch, device, num_steps, save_attention_weights=False):
+                outputs = []
+                for _ in range(num_steps):
+                    if save_attention_weights:
+                        outputs.append(self.decoder.attention_weights)
+                return outputs
+
+        trainer = L.Trainer(accelerator="gpu")
+        """)
+    got = {(f.line, f.code) for f in lint_source(src, select=("LT001",))}
+    assert got == {(8, "LT001")}

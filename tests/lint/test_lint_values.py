@@ -105,3 +105,32 @@ def test_values_derived_by_functions_we_cannot_see() -> None:
         """)
     found = lint_source(src, select=("LT001",))
     assert [f.line for f in found] == [8]
+
+
+def test_module_level_lambdas_and_the_module_seen_through_sys_modules() -> None:
+    # a book's library: helpers are lambdas, the module calls itself through an alias
+    src = textwrap.dedent("""
+        import sys
+        import torch
+        d2l = sys.modules[__name__]
+        reduce_sum = lambda x, *args, **kwargs: x.sum(*args, **kwargs)
+        argmax = lambda x, *args, **kwargs: x.argmax(*args, **kwargs)
+        size = lambda x: 3
+
+        def accuracy(y_hat, y):
+            y_hat = d2l.argmax(y_hat, axis=1)
+            return float(d2l.reduce_sum(y_hat == y))
+
+        def train(net, loader, opt, loss):
+            device = torch.device("cuda")
+            for X, y in loader:
+                X, y = X.to(device), y.to(device)
+                pred = net(X)
+                l = loss(pred, y)
+                l.sum().backward()
+                opt.step()
+                acc = d2l.accuracy(pred, y)
+                n = float(size(pred))
+        """)
+    got = [(f.line, dict(f.evidence)["sync"]) for f in lint_source(src, select=("LT001",))]
+    assert got == [(11, "float")]

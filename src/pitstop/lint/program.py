@@ -51,7 +51,7 @@ class Sym:
 class Resolved:
     """What a descriptor stands for, once resolved across the program."""
 
-    kind: str  # loader | batches | model | device | tensor | obj | func | class | str
+    kind: str  # loader | batches | model | device | tensor | obj | func | class | str | module
     module: str = ""
     name: str = ""  # loader id, class/function qualname, device kind, tensor kind, string
     line: int = 0  # where it was decided (a device's origin)
@@ -201,6 +201,8 @@ class Program:
             r = self.resolve(key, s.globals[head])
             if r is not None and r.kind == "obj":
                 return self._in_class(r.module, r.name, rest)
+            if r is not None and r.kind == "module":  # `d2l = sys.modules[__name__]`
+                return self.lookup(r.module, rest)
             return None
         ref = None
         stars = []
@@ -337,6 +339,8 @@ class Program:
             return Resolved(desc)
         if kind == "device":
             return Resolved("device", key, rest)
+        if desc == "mod:self":
+            return Resolved("module", key)
         if desc in {"gpu", "cpu"}:
             return Resolved("tensor", name=desc)
         if kind == "str":
@@ -490,6 +494,8 @@ class Program:
                     return None
             if r is not None and r.kind == "obj" and more:
                 return self._in_class(r.module, r.name, more)
+            if r is not None and r.kind == "module" and more:
+                return self.lookup(r.module, more)
             return None
         if kind in {"call", "obj"}:
             return self.lookup(key, rest.partition("#")[0])

@@ -180,6 +180,9 @@ class Describer:
             return None
         if isinstance(expr, ast.Call):
             return self._call(expr, scope, depth)
+        if isinstance(expr, ast.Subscript) and dotted(expr.value) == "sys.modules" and \
+                isinstance(expr.slice, ast.Name) and expr.slice.id == "__name__":
+            return "mod:self"  # `d2l = sys.modules[__name__]`: the module itself
         if isinstance(expr, ast.IfExp):
             a = self.describe(expr.body, scope, depth + 1)
             b = self.describe(expr.orelse, scope, depth + 1)

@@ -29,7 +29,7 @@ from pitstop.lint.astutil import (
 )
 from pitstop.lint.devices import CPU as DEV_CPU
 from pitstop.lint.devices import GPU as DEV_GPU
-from pitstop.lint.index import MODEL_FACTORY_RE, FuncDef
+from pitstop.lint.index import MODEL_FACTORY_RE, FuncDef, ModuleIndex
 from pitstop.lint.loaders import DROP_INS
 from pitstop.lint.summary import BATCH_WRAPPERS
 
@@ -121,6 +121,7 @@ class ValueModel:
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
         self._return_memo: dict[tuple[int, tuple[tuple[str, str], ...]], str | None] = {}
+        self._lambdas_open: set[int] = set()  # lambdas being evaluated (no recursion)
 
     # ------------------------------------------------------------------ models
     def is_model_callee(self, func: ast.AST, st: State) -> bool:
@@ -334,9 +335,15 @@ class ValueModel:
             return CPU
         if st.env.get(dotted(func) or "") == CPU:  # `model = model.cpu()`; `model(x)`
             return CPU
+        wrapped = self._iterator_over_loader(node, st)
+        if wrapped is not None:
+            return wrapped
         prog = self._program_kind(node, st)
         if prog is not None:
             return prog
+        lam = self._lambda(node.func, st)
+        if lam is not None:
+            return self._lambda_kind(lam, node, st)
         sym = ctx.callee_sym(node, st) if st.per_batch else None
         if sym is not None and sym.kind == "func":
             # a function of the program: what it returns, not what its name suggests
@@ -383,6 +390,66 @@ class ValueModel:
                 ("builtins", "torch.cuda", "torch.distributed")) and tail not in NOT_DERIVED:
             return DERIVED  # `acc1, acc5 = accuracy(output, target)` (timm, torchmetrics...)
         return found
+
+    def _iterator_over_loader(self, node: ast.Call, st: State) -> str | None:
+        """`CycleIterator(train_loader)`, `DataPrefetcher(loader)`: an iterable class of
+        the program (or one it does not show) over a loader yields that loader's batches,
+        placed where the loader places them."""
+        tail = callee_tail(node)
+        if not node.args or isinstance(node.args[0], ast.Starred) or not tail[:1].isupper():
+            return None
+        first = self.kind(node.args[0], st)
+        if not is_loader_kind(first):
+            return None
+        sym = self.ctx.callee_sym(node, st)
+        if sym is None:
+            return first
+        if sym.kind != "class":
+            return None
+        summary = self.ctx.program.klass(sym.module, sym.name)
+        if summary is not None and {"__iter__", "__next__"} & set(summary.methods):
+            return first
+        return None
+
+    def _lambda(self, func: ast.expr, st: State) -> ast.Lambda | None:
+        """The module-level lambda a call runs (`reduce_sum = lambda x, *a: x.sum(*a)`,
+        called as `reduce_sum(t)` or, through `d2l = sys.modules[__name__]`, as
+        `d2l.reduce_sum(t)`)."""
+        name = dotted(func)
+        if name is None or name in st.env:
+            return None
+        index = self.ctx.index
+        parts = name.split(".")
+        if len(parts) == 2 and _only_value(index, parts[0]) is not None and \
+                _is_self_module(_only_value(index, parts[0])):
+            parts = parts[1:]
+        if len(parts) != 1 or (st.func is not None and (
+                (st.func, parts[0]) in index.scoped_assigns
+                or parts[0] in {a.arg for a in st.func.args.args})):
+            return None
+        value = _only_value(index, parts[0])
+        return value if isinstance(value, ast.Lambda) else None
+
+    def _lambda_kind(self, lam: ast.Lambda, call: ast.Call, st: State) -> str | None:
+        if id(lam) in self._lambdas_open or len(self._lambdas_open) > 3:
+            return None
+        from dataclasses import replace
+
+        env = dict(st.env)
+        params = [a.arg for a in lam.args.args]
+        for p in params:
+            env.pop(p, None)
+        for p, a in zip(params, call.args, strict=False):
+            if isinstance(a, ast.Starred):
+                break
+            k = self.kind(a, st)
+            if k is not None:
+                env[p] = k
+        self._lambdas_open.add(id(lam))
+        try:
+            return self.kind(lam.body, replace(st, env=env))
+        finally:
+            self._lambdas_open.discard(id(lam))
 
     def _program_kind(self, node: ast.Call, st: State) -> str | None:
         """What the program model says a call returns: a model, a loader, an object."""
@@ -597,3 +664,17 @@ class ValueModel:
             return isinstance(value.func, ast.Attribute) and root_name(value.func.value) in st.batch \
                 and callee_tail(value) not in {"to", "cuda"}
         return root_name(value) in st.batch
+
+
+def _only_value(index: ModuleIndex, name: str) -> ast.expr | None:
+    """The value of a module-level name assigned exactly once."""
+    assigns = index.scoped_assigns.get((None, name), ())
+    if len(assigns) != 1:
+        return None
+    return assigns[0].value
+
+
+def _is_self_module(value: ast.expr | None) -> bool:
+    """`sys.modules[__name__]`: the module itself."""
+    return isinstance(value, ast.Subscript) and dotted(value.value) == "sys.modules" and \
+        isinstance(value.slice, ast.Name) and value.slice.id == "__name__"

@@ -128,10 +128,10 @@ class Walker:
                     params = [a.arg for a in fn.args.args[1:]]
                     st = State(hot=hot, env=env, func=fn,
                                via=f"(`{fn.name}` runs once per batch)")
-                    if ctx.gpu_program:
-                        for p in params:
-                            if p not in {"batch_idx", "dataloader_idx", "optimizer_idx"}:
-                                st.env[p] = GPU
+                    if ctx.gpu_program and params:
+                        # the hook's batch (its first argument) arrives on the device; the
+                        # others are indices, or the author's own flags and sizes
+                        st.env[params[0]] = GPU
                     self.walk_body(fn.body, st)
                 else:
                     self.walk_body(fn.body, State(env=env, func=fn))
