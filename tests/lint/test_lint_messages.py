@@ -60,6 +60,17 @@ def test_tf32_only_where_fp32_matmuls_run() -> None:
     assert [f.code for f in tf32] == ["LT011"] and "matmul" in tf32[0].message
 
 
+def test_models_built_by_name_from_a_library() -> None:
+    # a transformer family's class from a library the program does not show: matmuls
+    gpt = "import torch\nfrom litgpt.model import GPT, Config\nmodel = GPT(Config()).cuda()\n" \
+          "device = 'cuda'\n"
+    assert [f.code for f in _lint(gpt, ("LT011",))] == ["LT011"]
+    # torchvision's zoo by name (`models.__dict__[args.arch]`): a conv net
+    zoo = "import torch\nfrom torchvision import models\nfn = models.__dict__[args.arch]\n" \
+          "model = fn(num_classes=10).cuda()\ndevice = 'cuda'\n"
+    assert [f.code for f in _lint(zoo, ("LT005",))] == ["LT005"]
+
+
 def test_host_to_device_copies_are_not_syncs_in_messages() -> None:
     got = _lint('import torch\ndevice = torch.device("cuda")\n', ("LT001", "LT008"))
     assert [f.line for f in got] == [9]

@@ -134,3 +134,35 @@ def test_module_level_lambdas_and_the_module_seen_through_sys_modules() -> None:
         """)
     got = [(f.line, dict(f.evidence)["sync"]) for f in lint_source(src, select=("LT001",))]
     assert got == [(11, "float")]
+
+
+def test_constants_moved_to_the_device_of_a_forward_input() -> None:
+    # normalisation constants built on the CPU and moved to the input's device on every
+    # forward (also inside `map(lambda ...)`, which runs at once); `.to(images)` takes the
+    # input's dtype as well, so no `device=images` rewrite is offered
+    src = textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class VAE(nn.Module):
+            def __init__(self, normalization=((0.5,) * 3, (0.5,) * 3)):
+                super().__init__()
+                self.normalization = normalization
+                self.enc = nn.Conv2d(3, 8, 3)
+
+            def norm(self, images):
+                means, stds = map(lambda t: torch.as_tensor(t).to(images), self.normalization)
+                return (images - means) / stds
+
+            def forward(self, img):
+                return self.enc(self.norm(img))
+
+        def train(loader, opt):
+            vae = VAE().cuda()
+            for x in loader:
+                loss = vae(x.cuda()).mean()
+                loss.backward()
+                opt.step()
+        """)
+    got = lint_source(src, select=("LT012",))
+    assert [(f.line, f.fix) for f in got] == [(12, None)]

@@ -47,6 +47,9 @@ EMBEDDING_TAILS = frozenset({"Embedding", "EmbeddingBag"})
 RNN_TAILS = frozenset({"LSTM", "GRU", "RNN"})
 _CONV_GCN = frozenset({"GCNConv", "SAGEConv", "GATConv"})  # graph "convolutions" are matmuls
 _HEAVY_CLASS_WORDS = ("Attention", "Transformer", "Attn")
+# models built by name from a library the program does not show: transformer families
+HEAVY_MODEL_RE = re.compile(r"GPT|Llama|LLaMA|Bert|BERT|Transformer|Mistral|Mixtral|Gemma|Qwen|"
+                            r"Falcon|Bloom|ViT|ForCausalLM|ForMaskedLM|ForSeq2SeqLM|Attention")
 ACCEL_STRINGS = ("cuda", "mps", "xpu", "hpu", "npu", "gpu")
 _ACCEL_EXACT = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "gpu"})
 _ACCEL_HEADS = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "gpu", "cuda:", "mps:", "xpu:"})
@@ -98,11 +101,12 @@ TEXT_FACTS: dict[str, tuple[str, ...]] = {
     "deterministic": ("cudnn.deterministic = True", "use_deterministic_algorithms(True"),
     "has_conv": ("Conv1d(", "Conv2d(", "Conv3d(", "ConvTranspose1d(", "ConvTranspose2d(",
                  "ConvTranspose3d(", "resnet", "vgg1", "efficientnet", "mobilenet", "densenet",
-                 "convnext", "regnet"),
+                 "convnext", "regnet", "models.__dict__["),
     "has_linear": ("Linear(",),
     "matmul_heavy": ("MultiheadAttention", "scaled_dot_product_attention", "torch.matmul",
                      "torch.bmm", "einsum(", "Attention(nn.Module", "Attention(Module",
-                     "Transformer(nn.Module", "LSTMCell(", "GRUCell(", " @ "),
+                     "Transformer(nn.Module", "LSTMCell(", "GRUCell(", " @ ", "GPT(",
+                     "ForCausalLM("),
     "has_embedding": ("Embedding(",),
     "has_rnn": ("LSTM(", "GRU(", "RNN("),
     "uses_ddp": ("DistributedDataParallel", "FullyShardedDataParallel", "DDP("),
@@ -464,6 +468,11 @@ class ModuleIndex:
                 v in _ACCEL_EXACT or (v.startswith(("cuda:", "xpu:", "mps:")) and v[5:].isdigit())):
             self.gpu_origins.append((node.lineno, f'"{v}"'))
 
+    def _torchvision_models(self, node: ast.expr) -> bool:
+        name = dotted(node)
+        return name is not None and qualname(node, self.aliases) in {
+            "torchvision.models", "torchvision.models.__init__"}
+
     def _attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
         facts = self.facts
@@ -475,6 +484,9 @@ class ModuleIndex:
             facts.setdefault("ddp_sync_control", node.lineno)
         elif attr in {"DistributedDataParallel", "FullyShardedDataParallel"}:
             facts.setdefault("uses_ddp", node.lineno)
+        elif attr == "__dict__" and self._torchvision_models(node.value):
+            # `models.__dict__[args.arch]`: a model of torchvision's zoo by name, a conv net
+            facts.setdefault("has_conv", node.lineno)
         elif attr == "accelerator" and isinstance(node.value, ast.Name) \
                 and self.aliases.get(node.value.id) == "torch":
             self.gpu_origins.append((node.lineno, "torch.accelerator"))
@@ -503,8 +515,12 @@ class ModuleIndex:
         elif tail in {"from_pretrained", "from_config"} and ft is ast.Attribute and \
                 CONV_TAIL_RE.fullmatch(last_name(func.value) or ""):  # type: ignore[attr-defined]
             facts.setdefault("has_conv", node.lineno)  # UNet2DConditionModel.from_pretrained
-        if tail in MATMUL_HEAVY_TAILS:
-            facts.setdefault("matmul_heavy", node.lineno)
+        if (tail == "getattr" and node.args and self._torchvision_models(node.args[0])) or (
+                tail == "get_model" and (qualname(func, self.aliases) or "").startswith(
+                    "torchvision.models")):
+            facts.setdefault("has_conv", node.lineno)  # the zoo by name: a conv net
+        if tail in MATMUL_HEAVY_TAILS or (tail[:1].isupper() and HEAVY_MODEL_RE.search(tail)):
+            facts.setdefault("matmul_heavy", node.lineno)  # `GPT(config)`, `LlamaForCausalLM(c)`
         elif tail in LINEAR_TAILS:
             facts.setdefault("has_linear", node.lineno)
         elif tail in EMBEDDING_TAILS:

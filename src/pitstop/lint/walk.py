@@ -482,6 +482,9 @@ class Walker:
             if isinstance(node, ast.Call):
                 self._note_batch_move(node, st)
                 self._follow(node, st)
+                if node.args and isinstance(node.args[0], ast.Lambda) and isinstance(
+                        node.func, ast.Name) and node.func.id in {"map", "filter"}:
+                    stack.append(node.args[0].body)  # `map(lambda t: ..., xs)` runs it now
             stack.extend(children(node))
 
     def _note_batch_move(self, call: ast.Call, st: State) -> None:

@@ -43,6 +43,18 @@ def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
     return None
 
 
+def _forward_input(ctx: ModuleContext, target: ast.AST, st: State) -> bool:
+    """`.to(images)` in a module's forward() (or a helper it calls), `images` one of its
+    arguments: the input of a model that runs on the GPU is on the GPU."""
+    if st.hot is None or st.hot.kind != "forward" or not ctx.gpu_program:
+        return False
+    if not isinstance(target, ast.Name) or st.func is None:
+        return False
+    args = st.func.args
+    return target.id in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} \
+        and target.id != "self"
+
+
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return
@@ -70,9 +82,13 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     else:
         dev = kwarg(node, "device")
         target = dev.value if dev is not None else (node.args[0] if node.args else None)
-        if target is None or (ctx.device_kind(target) != GPU and ctx.kind(target, st) != GPU):
+        if target is None or (ctx.device_kind(target) != GPU and ctx.kind(target, st) != GPU
+                              and not _forward_input(ctx, target, st)):
             return  # (`.to(images)` moves to the device of the tensor `images`)
-        simple = (len(node.args) == 1 and dev is None) or (not node.args and dev is not None)
+        # `.to(images)` takes the device *and the dtype* of the tensor `images`: no
+        # `device=images` rewrite for that
+        simple = (len(node.args) == 1 and dev is None and ctx.device_kind(target) == GPU) or (
+            not node.args and dev is not None)
         value = ast.unparse(target) if simple and all(
             kw.arg in {"device", "non_blocking"} for kw in node.keywords) else None
     fix = None
