@@ -218,3 +218,30 @@ def test_lightning_hook_batch_is_on_the_device_its_other_arguments_are_not() -> 
         """)
     got = {(f.line, f.code) for f in lint_source(src, select=("LT001",))}
     assert got == {(8, "LT001")}
+
+
+def test_loops_over_the_programs_parts_are_not_training_loops() -> None:
+    got = _sync_lines("""
+        def finetune_once(model, optimizers, batch):
+            loss = model(batch.to(device)).mean()
+            for optim in optimizers:                 # once per optimizer, not per batch
+                loss.backward(retain_graph=True)
+                optim.step()
+                print(loss.item())
+            for i, group in enumerate(optimizers[0].param_groups):
+                group["lr"] *= 0.5
+                optimizers[0].step()
+                print(loss.item())
+            for name, p in model.named_parameters():
+                loss.backward(retain_graph=True)
+                print(loss.item())
+
+        def train(model, loader, optimizers):
+            for x in loader:                         # the batch loop around it is hot
+                loss = model(x.to(device)).mean()
+                loss.backward()
+                for opt in optimizers:
+                    opt.step()
+                print(loss.item())
+        """)
+    assert got == [24]

@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
     from pitstop.lint.walk import State
 
+# A loop over the program's parts (`for optim in optimizers:`, `for group in
+# opt.param_groups:`) runs once per part: stepping inside it is no training loop of its
+# own (the batch loop around it, if any, is)
+PARTS_RE = re.compile(r"optim|sched|param|group|models?$|modules?$|layers?$|blocks?$|nets?$",
+                      re.IGNORECASE)
 TIME_FUNCS = frozenset({"time", "perf_counter", "monotonic", "time_ns", "perf_counter_ns"})
 RARE_NAME_RE = re.compile(
     r"log|print|eval|save|ckpt|checkpoint|verbose|debug|display|report|visuali|plot|"
@@ -159,6 +164,8 @@ class LoopModel:
         body = loop.body
         if body and isinstance(body[-1], (ast.Return, ast.Break, ast.Raise)):
             return None  # its body runs once (a timing pass that returns after one batch)
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and _over_parts(loop.iter):
+            return None
         if self.has_markers(body, st, into_loops=False):
             return "train"
         if self.loop_batches(loop, st):
@@ -344,3 +351,24 @@ def _param_default(fn: FuncDef, name: str) -> object:
 def _accumulation(mod: ast.BinOp) -> bool:
     """``step % args.gradient_accumulation_steps``: the period of optimizer steps."""
     return bool(ACCUM_RE.search(ast.unparse(mod.right)))
+
+
+def _over_parts(it: ast.expr) -> bool:
+    """`optimizers`, `self.schedulers`, `opt.param_groups`, `model.parameters()`,
+    `enumerate(optimizers)`, `zip(models, optims)`, `dict.items()` of those."""
+    if isinstance(it, ast.Call):
+        tail = callee_tail(it)
+        if tail in {"enumerate", "zip", "reversed", "list", "tuple", "sorted"}:
+            return bool(it.args) and all(_over_parts(a) for a in it.args
+                                         if not isinstance(a, ast.Starred))
+        if tail in {"items", "values", "keys"} and isinstance(it.func, ast.Attribute):
+            return _over_parts(it.func.value)
+        return tail in {"parameters", "named_parameters", "modules", "named_modules",
+                        "children", "named_children"}
+    if isinstance(it, (ast.List, ast.Tuple)):
+        return bool(it.elts) and all(_over_parts(e) for e in it.elts)
+    name = dotted(it)
+    if name is None:
+        return False
+    last = name.rsplit(".", 1)[-1]
+    return PARTS_RE.search(last) is not None and LOADERISH_RE.search(last) is None
