@@ -60,6 +60,17 @@ def test_tf32_only_where_fp32_matmuls_run() -> None:
     assert [f.code for f in tf32] == ["LT011"] and "matmul" in tf32[0].message
 
 
+
+def test_tf32_switched_from_a_flag_that_defaults_to_off_stays_off() -> None:
+    mlp = "import torch\nimport torch.nn as nn\nmodel = nn.Sequential(nn.Linear(784, 500), " \
+          "nn.ReLU(), nn.Linear(500, 10)).cuda()\ndevice = 'cuda'\n"
+    off = "def setup(allow_tf32=False):\n    torch.backends.cuda.matmul.allow_tf32 = allow_tf32\n"
+    on = "def setup(allow_tf32=True):\n    torch.backends.cuda.matmul.allow_tf32 = allow_tf32\n"
+    assert [f.code for f in _lint(mlp + off, ("LT011",))] == ["LT011"]
+    assert [f.code for f in _lint(mlp + on, ("LT011",))] == []
+    assert [f.code for f in _lint(mlp + "torch.backends.cuda.matmul.allow_tf32 = args.tf32\n",
+                                  ("LT011",))] == []
+
 def test_models_built_by_name_from_a_library() -> None:
     # a transformer family's class from a library the program does not show: matmuls
     gpt = "import torch\nfrom litgpt.model import GPT, Config\nmodel = GPT(Config()).cuda()\n" \

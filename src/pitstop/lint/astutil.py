@@ -212,3 +212,17 @@ def iter_shallow(stmts: list[ast.stmt], *, into_loops: bool) -> Iterator[ast.AST
         for child in children(node):
             if not isinstance(child, skip):
                 push(child)
+
+
+def param_default(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> object:
+    """The literal default of parameter ``name`` of ``fn`` (``"?"``: none, or not a literal)."""
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    for a, d in zip(positional, defaults, strict=True):
+        if a.arg == name and isinstance(d, ast.Constant):
+            return d.value
+    for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if a.arg == name and isinstance(d, ast.Constant):
+            return d.value
+    return "?"

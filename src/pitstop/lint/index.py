@@ -13,7 +13,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pitstop.lint.astutil import OPTIM_RE, callee_tail, dotted, last_name, qualname, target_names
+from pitstop.lint.astutil import (
+    OPTIM_RE,
+    callee_tail,
+    dotted,
+    last_name,
+    param_default,
+    qualname,
+    target_names,
+)
 
 FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -313,7 +321,7 @@ class ModuleIndex:
                     for n in target_names(tgt):
                         self.assigns_by_name.setdefault(n, []).append(assign)
                         self.scoped_assigns.setdefault((owner, n), []).append(assign)
-                self._assign(assign)
+                self._assign(assign, owner)
             elif kind == "annassign":
                 ann: ast.AnnAssign = node  # type: ignore[assignment]
                 self.ann_assigns.append(ann)
@@ -410,7 +418,7 @@ class ModuleIndex:
                     for n in target_names(tgt):
                         self.assigns_by_name.setdefault(n, []).append(a)
                         self.scoped_assigns.setdefault((owner, n), []).append(a)
-                self._assign(a)
+                self._assign(a, owner)
             elif t is ast.AnnAssign:
                 ann: ast.AnnAssign = stmt  # type: ignore[assignment]
                 ann_name = dotted(ann.target)
@@ -585,7 +593,7 @@ class ModuleIndex:
             self.gpu_origins.append((node.lineno, "deepspeed.initialize()"))
             facts.setdefault("precision_external", node.lineno)  # the DeepSpeed config's
 
-    def _assign(self, node: ast.Assign) -> None:
+    def _assign(self, node: ast.Assign, owner: FuncDef | None) -> None:
         value = node.value
         for target in node.targets:
             for name in target_names(target):
@@ -631,8 +639,8 @@ class ModuleIndex:
                 elif tail == "deterministic" and isinstance(value, ast.Constant) \
                         and value.value is True and "cudnn" in name:
                     self.facts.setdefault("deterministic", node.lineno)
-                elif (tail == "allow_tf32" and "matmul" in name and not (
-                        isinstance(value, ast.Constant) and value.value is False)) or (
+                elif (tail == "allow_tf32" and "matmul" in name
+                      and not _false_by_default(value, owner)) or (
                         tail == "fp32_precision" and isinstance(value, ast.Constant)
                         and value.value == "tf32"):
                     self.facts.setdefault("tf32_enabled", node.lineno)
@@ -689,3 +697,12 @@ class ModuleIndex:
         cls = self.class_of.get(fn)
         return f"{cls.name}.{fn.name}" if cls is not None else fn.name
 
+
+def _false_by_default(value: ast.expr, owner: FuncDef | None) -> bool:
+    """``False``, or a parameter of the enclosing function that defaults to False
+    (``torch.backends.cuda.matmul.allow_tf32 = allow_tf32`` in ``def
+    training_loop(..., allow_tf32=False)``): a setting that stays off unless asked."""
+    if isinstance(value, ast.Constant):
+        return value.value is False
+    return isinstance(value, ast.Name) and owner is not None \
+        and param_default(owner, value.id) is False

@@ -29,8 +29,9 @@ from pitstop.lint.astutil import (
     callee_tail,
     dotted,
     iter_shallow,
+    param_default,
 )
-from pitstop.lint.index import FuncDef, is_step_call
+from pitstop.lint.index import is_step_call
 from pitstop.lint.settings import options_owner
 from pitstop.lint.values import is_loader_kind
 
@@ -331,21 +332,8 @@ class LoopModel:
             setting = ctx.program.setting(test.attr)
             return setting is not None and setting.default in (False, None, 0)
         if isinstance(test, ast.Name) and st.func is not None:
-            return _param_default(st.func, test.id) is False
+            return param_default(st.func, test.id) is False
         return False
-
-
-def _param_default(fn: FuncDef, name: str) -> object:
-    args = fn.args
-    positional = args.posonlyargs + args.args
-    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    for a, d in zip(positional, defaults, strict=True):
-        if a.arg == name and isinstance(d, ast.Constant):
-            return d.value
-    for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True):
-        if a.arg == name and isinstance(d, ast.Constant):
-            return d.value
-    return "?"
 
 
 def _accumulation(mod: ast.BinOp) -> bool:
