@@ -245,3 +245,28 @@ def test_loops_over_the_programs_parts_are_not_training_loops() -> None:
                 print(loss.item())
         """)
     assert got == [24]
+
+
+@pytest.mark.parametrize(("period", "flagged"), [("1", True), ("10", False)])
+def test_a_logging_guard_whose_period_defaults_to_one_runs_every_step(period, flagged) -> None:
+    got = _sync_lines(f"""
+        from myproject.args import TrainArgs
+
+        def setup(train: TrainArgs = TrainArgs(save_interval=1000, log_interval={period})):
+            main(train)
+
+        def fit(model, optimizer, loader, train):
+            for iter_num, batch in enumerate(loader, 1):
+                loss = model(batch.to(device)).mean()
+                loss.backward()
+                optimizer.step()
+                if iter_num % train.log_interval == 0:
+                    print(loss.item())
+
+        def evaluate(model, loader, print_every=1):
+            for i, batch in enumerate(loader):
+                out = model(batch.to(device))
+                if i % print_every == 0:
+                    print(out.mean().item())
+        """)
+    assert got == ([15, 21] if flagged else [21])

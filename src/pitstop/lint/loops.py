@@ -44,6 +44,10 @@ if TYPE_CHECKING:
 # own (the batch loop around it, if any, is)
 PARTS_RE = re.compile(r"optim|sched|param|group|models?$|modules?$|layers?$|blocks?$|nets?$",
                       re.IGNORECASE)
+# Periods of logging/evaluation guards: an option of that name whose default is 1 makes
+# `step % N == 0` hold on every step, whatever owns it (`train.log_interval`)
+LOGGISH = frozenset({"log_interval", "log_every", "log_freq", "log_steps", "print_freq",
+                     "log_every_n_steps", "logging_steps", "print_every", "log_iter"})
 TIME_FUNCS = frozenset({"time", "perf_counter", "monotonic", "time_ns", "perf_counter_ns"})
 RARE_NAME_RE = re.compile(
     r"log|print|eval|save|ckpt|checkpoint|verbose|debug|display|report|visuali|plot|"
@@ -212,6 +216,22 @@ class LoopModel:
                    if index.owner.get(c) in index.funcs_with_loops or index.module_loops)
 
     # ------------------------------------------------------------------ guards
+    def _period_is_one(self, period: ast.expr, st: State) -> bool:
+        """The ``N`` of ``step % N`` is 1 by default: a literal, a parameter default, an
+        option or config field (``log_interval: int = 1``, ``TrainArgs(log_interval=1)``)."""
+        if isinstance(period, ast.Constant):
+            return period.value == 1
+        if isinstance(period, ast.Name):
+            if st.func is not None and param_default(st.func, period.id) == 1:
+                return True
+            setting = self.ctx.program.setting(period.id) if period.id in LOGGISH else None
+            return setting is not None and setting.default == 1
+        if isinstance(period, ast.Attribute):
+            setting = self.ctx.program.setting(period.attr)
+            return setting is not None and setting.default == 1 and (
+                options_owner(period.value) or period.attr in LOGGISH)
+        return False
+
     def rarity(self, test: ast.AST, st: State) -> str | None:
         """``"rare"`` when ``test`` holds on few iterations (``step % N == 0``),
         ``"frequent"`` for its complement (``step % N != 0``), None when unknown."""
@@ -236,7 +256,9 @@ class LoopModel:
             has_mod = bool(mods)
             if isinstance(op, ast.Eq):
                 if has_mod:
-                    return "rare"
+                    # `step % log_interval == 0` with log_interval defaulting to 1: every step
+                    return None if any(self._period_is_one(m.right, st) for m in mods) \
+                        else "rare"
                 names = " ".join(dotted(s) or "" for s in sides).lower()
                 if "rank" in names or "master" in names:
                     return None

@@ -28,6 +28,7 @@ class _Unknown:
 
 UNKNOWN = _Unknown()
 # Names of objects that hold parsed options or a config (`args.device`, `self.cfg.workers`).
+CONFIG_CLASS_RE = re.compile(r"(Config|Args|Arguments|Options|Settings|Hparams)$")
 OPTIONS_OWNER_RE = re.compile(
     r"^(args?|opts?|options|cfg|conf|config|hparams|hps?|params|flags|FLAGS|settings|a|"
     r"hyp|hyperparams?|parsed|cli)$|args$|_args$|config$|_cfg$|cfg$|opt$",
@@ -118,8 +119,8 @@ def _is_config_class(cls: ast.ClassDef) -> bool:
             return True
     bases = {(dotted(b) or "").rsplit(".", 1)[-1] for b in cls.bases}
     return bool(bases & {"BaseModel", "BaseSettings", "NamedTuple", "TrainingArguments",
-                         "Config", "PretrainedConfig", "Namespace"}) or cls.name.endswith(
-        ("Config", "Args", "Arguments", "Options", "Settings", "Hparams"))
+                         "Config", "PretrainedConfig", "Namespace"}) or bool(
+        CONFIG_CLASS_RE.search(cls.name))
 
 
 def class_settings(classes: dict[str, ast.ClassDef], path: str) -> dict[str, Setting]:
@@ -143,6 +144,24 @@ def class_settings(classes: dict[str, ast.ClassDef], path: str) -> dict[str, Set
             else:
                 default = _literal(value)
             out.setdefault(target.id, Setting(target.id, default, (), stmt.lineno, path))
+    return out
+
+
+def constructor_settings(calls_by_tail: dict[str, list[ast.Call]], path: str,
+                         ) -> dict[str, Setting]:
+    """Literal keywords given to a config class's constructor (``train: TrainArgs =
+    TrainArgs(log_interval=1, epochs=5)`` in an entry point's signature): the values the
+    program runs with where the class itself is not linted."""
+    out: dict[str, Setting] = {}
+    for tail, calls in calls_by_tail.items():
+        if not CONFIG_CLASS_RE.search(tail):
+            continue
+        for call in calls:
+            for kw in call.keywords:
+                if kw.arg:
+                    value = _literal(kw.value)
+                    if value is not UNKNOWN:
+                        out.setdefault(kw.arg, Setting(kw.arg, value, (), call.lineno, path))
     return out
 
 

@@ -46,7 +46,13 @@ from pitstop.lint.astutil import (
 )
 from pitstop.lint.index import FUNCS, MODEL_FACTORY_RE, FuncDef, ImportRef, ModuleIndex
 from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id
-from pitstop.lint.settings import Setting, argparse_settings, class_settings, options_owner
+from pitstop.lint.settings import (
+    Setting,
+    argparse_settings,
+    class_settings,
+    constructor_settings,
+    options_owner,
+)
 
 MAX_DEPTH = 5
 TUPLE = "tuple:"  # a tuple display: its elements' descriptors, SEP-separated
@@ -448,7 +454,8 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
             desc = d._first(top, name, None, 0)
             if desc:
                 s.globals[name] = desc
-    s.settings = {**class_settings(index.classes, index.path),
+    s.settings = {**constructor_settings(index.calls_by_tail, index.path),
+                  **class_settings(index.classes, index.path),
                   **argparse_settings(index.calls_by_tail, index.path)}
     s.gpu_origins = tuple(index.gpu_origins)
     s.cpu_only_devices = bool(index.cpu_device_lines) and not index.gpu_origins
