@@ -166,3 +166,22 @@ def test_constants_moved_to_the_device_of_a_forward_input() -> None:
         """)
     got = lint_source(src, select=("LT012",))
     assert [(f.line, f.fix) for f in got] == [(12, None)]
+
+
+def test_a_metric_moved_to_the_device_computes_a_gpu_tensor() -> None:
+    src = textwrap.dedent("""
+        import torch
+        from torchmetrics.aggregation import RunningMean
+        device = torch.device("cuda")
+
+        def fit(model, optimizer, loader):
+            smoothed = RunningMean(window=8).to(device)
+            for batch in loader:
+                loss = model(batch.to(device)).mean()
+                loss.backward()
+                optimizer.step()
+                smoothed.update(loss.detach())
+                print(f"loss {smoothed.compute().item():.3f}")
+                lr = optimizer.param_groups[0]["lr"]
+        """)
+    assert [f.line for f in lint_source(src, select=("LT001",))] == [13]

@@ -287,7 +287,10 @@ class ValueModel:
                 return GPU
             if recv == DERIVED:
                 return CPU if tail in HOST_METHODS else (None if tail in NOT_DERIVED else DERIVED)
-            if is_model(recv) and tail in {"forward", "generate", "__call__", "module"}:
+            if is_model(recv) and tail in {"forward", "generate", "__call__", "module",
+                                           "compute"}:
+                # (a torchmetrics metric is a module: `.compute()` hands back its state,
+                # on the device the metric was moved to)
                 return GPU if ctx.gpu_program else None
             if tail in PLACERS and len(node.args) == 1:
                 inner = self.kind(node.args[0], st)
