@@ -25,7 +25,10 @@ step() {  # step NAME LIMIT_S CMD...: run with a time limit, log to OUT/NAME.log
   return 0
 }
 
-{ nvidia-smi; "$PY" -c "import torch;print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"; } \
+# ... and the torch build pitstop names when a command needs torch (a cuXXX variant for
+# this driver, from the doctor's DR003 command: docs/install.md).
+{ nvidia-smi; "$PY" -c "import torch;print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
+  "$PY" -c "from pitstop.deps import torch_install_hint as h; print('pitstop advises:', h())"; } \
   >"$OUT/machine.txt" 2>&1
 
 # 1. Every CUDA-only test (pitstop.train's sync-free step, prefetcher streams, real OOM,
@@ -40,5 +43,19 @@ step bench 240 "$PY" -m pitstop bench --quick --device cuda --json "$OUT/bench.j
 step profile 90 "$PY" -m pitstop profile --steps 20 --warmup 3 --out /tmp/pitstop-gpu-profile \
   -- "$PY" examples/train_pitstop.py --device cuda --steps 40
 cp /tmp/pitstop-gpu-profile/profile.json "$OUT/profile.json" 2>/dev/null
+# 5. monitor beside a training run: one snapshot (GPM on Hopper), a short recording with
+#    its verdicts, the plot of it, and a real NVML value set for the monitor's tests.
+"$PY" examples/train_pitstop.py --device cuda --steps 100000 >"$OUT/monitor-train.log" 2>&1 &
+train_pid=$!
+sleep 15  # past CUDA init and the first batches
+step monitor-once 60 "$PY" -m pitstop monitor --once --json --interval 1
+cp "$OUT/monitor-once.log" "$OUT/monitor.json"
+step monitor-record 60 "$PY" -m pitstop monitor --record "$OUT/monitor-record.jsonl" --interval 0.5 --duration 20
+step monitor-plot 60 "$PY" -m pitstop plot "$OUT/monitor-record.jsonl" -o "$OUT/monitor-record.png"
+step record-nvml 60 "$PY" scripts/record_nvml.py "$OUT/nvml-recorded.json" --frames 10 \
+  --bind-pid "$train_pid" --what "examples/train_pitstop.py --device cuda"
+kill "$train_pid" 2>/dev/null; wait "$train_pid" 2>/dev/null
 
+# At most 8 files in OUT: the JSON results stay, logs and the rest go into one archive.
+( cd "$OUT" && tar -czf logs.tar.gz --remove-files -- *.log doctor.txt monitor-record.* nvml-recorded.json 2>/dev/null )
 exit $status

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import json
 import os
 import shutil
 import sys
@@ -37,6 +36,7 @@ from PIL import Image, UnidentifiedImageError
 
 from pitstop.errors import UsageError
 from pitstop.fileio import atomic_write_json
+from pitstop.hostinfo.cpu import usable_cpus
 
 MANIFEST = "manifest.json"
 FORMAT = "pitstop-bench-synthetic"
@@ -119,12 +119,14 @@ class CacheStatus:
 
 def check_cache(folder: Path, spec: SyntheticSpec) -> str | None:
     """``None`` when ``folder`` holds exactly the set ``spec`` describes, else why not."""
+    from pitstop.schema import BadJSON, parse_json, read_bounded
+
     manifest_path = folder / MANIFEST
-    try:
-        manifest = json.loads(manifest_path.read_text())
+    try:  # an entry is ~120 bytes: a bigger file is not the manifest of this set
+        manifest = parse_json(read_bounded(manifest_path, (1 << 16) + 512 * spec.num_images))
     except FileNotFoundError:
         return "no manifest.json (an unfinished or foreign folder)"
-    except (OSError, ValueError) as err:
+    except (OSError, BadJSON) as err:
         return f"manifest.json unreadable ({err})"
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         return "manifest.json is not a pitstop bench manifest"
@@ -151,8 +153,7 @@ def check_cache(folder: Path, spec: SyntheticSpec) -> str | None:
 def _build(spec: SyntheticSpec, tmp: Path, progress: ProgressFn | None) -> int:
     jobs = [(spec, i, str(tmp)) for i in range(spec.num_images)]
     entries: list[dict[str, Any]] = []
-    processes = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                    else (os.cpu_count() or 1), 8)
+    processes = min(usable_cpus()[0], 8)
     if processes > 1 and spec.num_images >= 256:
         with ProcessPoolExecutor(processes) as pool:
             for entry in pool.map(_write_one, jobs, chunksize=32):

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from pitstop.hostinfo.cpu import usable_cpus
+
 
 def cpu_model(cpuinfo: str | None = None) -> str | None:
     """The CPU's marketing name from ``/proc/cpuinfo`` (``model name``), else platform's guess."""
@@ -80,10 +82,7 @@ def collect_machine() -> dict[str, Any]:
     import psutil
 
     flags = cpu_flags()
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = os.cpu_count() or 1
+    usable, _ = usable_cpus()
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return {
         "cpu_model": cpu_model(),

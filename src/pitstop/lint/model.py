@@ -147,7 +147,7 @@ class Diagnostic:
     used (missing, inaccessible: exit status 2), ``warning`` for a path skipped because
     it is not a file to lint (a FIFO or device named ``*.py``: never opened), ``note`` for
     something skipped on purpose (a symlink loop), ``internal`` for a bug in pitstop
-    itself (exit status 2)."""
+    itself (exit status 70)."""
 
     path: str
     message: str
