@@ -199,3 +199,16 @@ def test_big_modules_are_linted_in_pieces_with_the_same_findings(tmp_path) -> No
     key = [(f.line, f.code) for f in whole.findings]
     assert [(f.line, f.code) for f in chunked.findings] == key
     assert sum(1 for _, c in key if c == "LT001") == n
+
+
+def test_a_second_run_in_the_same_process_sees_the_same_findings(tmp_path) -> None:
+    # the per-file cache must hand back what the file produced, not what the first run's
+    # later passes (--diff, the link pass) left of it
+    target = tmp_path / "train.py"
+    target.write_text("import torch\nfor x, y in loader:\n"
+                      "    with torch.cuda.amp.autocast():\n        loss = model(x.cuda())\n"
+                      "    loss.backward()\n")
+    first = run_cli_in_process(["lint", "-j", "1", "--diff", str(target)])
+    again = run_cli_in_process(["lint", "-j", "1", "--diff", str(target)])
+    assert first[0] == again[0] == 1 and "torch.amp.autocast" in again[1]
+    assert first == again

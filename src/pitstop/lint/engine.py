@@ -214,15 +214,23 @@ def lint_file(path: str, options: LintOptions, extra_ignores: tuple[str, ...] = 
         key = (path, sha, options, extra_ignores, test)
         cached = _CACHE.get(key)
         if cached is not None:
-            return cached
+            return _copy(cached)
         result = _lint_bytes(data, path, options, extra_ignores, test)
         result.sha = sha
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
-        _CACHE[key] = result
+        _CACHE[key] = _copy(result)
         return result
     except Exception as err:  # a bug in pitstop: report it, keep going
         return FileResult(path, diagnostics=[_internal(path, err)])
+
+
+def _copy(result: FileResult) -> FileResult:
+    """A result the caller may change: the link and fix passes filter and extend a run's
+    findings in place, and the cache must keep what the file itself produced (a second
+    run in the same process, `--diff` then `--fix`, saw the first run's leftovers)."""
+    return replace(result, findings=list(result.findings),
+                   diagnostics=list(result.diagnostics), answers=dict(result.answers))
 
 
 def _internal(path: str, err: BaseException) -> Diagnostic:
