@@ -271,11 +271,18 @@ def test_first_pass_results_are_cached_by_content(tmp_path, monkeypatch) -> None
     opts = engine.default_options()
     first = engine.lint_file(str(tmp_path / "train.py"), opts)
     second = engine.lint_file(str(tmp_path / "train.py"), opts)
-    assert calls == [1] and first is second  # same content: not parsed again
+    assert calls == [1] and first == second  # same content: not parsed again
     (tmp_path / "train.py").write_text(ONE_FILE["train.py"] + "\n# changed\n")
     engine.lint_file(str(tmp_path / "train.py"), opts)
     assert calls == [1, 1]
-
+    # what a caller does to its result (the link pass filters findings) stays out of the cache
+    amp = tmp_path / "amp.py"
+    amp.write_text("import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n")
+    found = engine.lint_file(str(amp), opts)
+    assert [f.code for f in found.findings] == ["LT007"]
+    found.findings.clear()
+    assert [f.code for f in engine.lint_file(str(amp), opts).findings] == ["LT007"]
+    assert calls == [1, 1, 1]
 
 def test_model_modules_reached_by_name_count_for_the_program(tmp_path) -> None:
     # networks.py is not imported: the training loop builds its classes from a string
