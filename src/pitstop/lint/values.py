@@ -463,20 +463,9 @@ class ValueModel:
         head = name.split(".", 1)[0]
         if head in st.env and not st.env[head].startswith("obj@"):
             return None
-        r = ctx.resolve_call_result(node, st)
-        if r is None:
-            return None
-        if r.kind == "model":
-            return MODEL
-        if r.kind == "loader":
-            return f"{LOADER}@{r.module}|{r.name}" if r.name else LOADER
-        if r.kind == "batches":
-            return LOADER
-        if r.kind == "obj":
-            return f"obj@{r.module}|{r.name}"
-        if r.kind == "tensor":
-            return GPU if r.name == "gpu" else CPU
-        return None
+        kind = ctx.kind_of_resolved(ctx.resolve_call_result(node, st))
+        # (a model by its class is followed where it is called, not where it is returned)
+        return MODEL if is_model(kind) else kind
 
     # ------------------------------------------------------------------ returns
     def return_kind_of_call(self, call: ast.Call, st: State) -> str | None:
