@@ -30,3 +30,25 @@ def expected_keys(path: Path) -> list[str]:
     text = path.with_suffix(".expected").read_text(encoding="utf-8")
     return sorted(line.strip() for line in text.splitlines()
                   if line.strip() and not line.startswith("#"))
+
+
+def program(tmp_path: Path, files: dict[str, str], *, select: tuple[str, ...] = ("LT",),
+            only: list[str] | None = None, **kw: object) -> RunResult:
+    """Write ``files`` (relative path -> source) under ``tmp_path`` and lint them as one
+    program (``only``: lint just these of them; the others are there to be imported)."""
+    import textwrap
+
+    from pitstop.lint import lint_paths
+
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip("\n"))
+    targets = [tmp_path / r for r in (only or list(files))]
+    return lint_paths(targets, select=select, jobs=1, **kw)  # type: ignore[arg-type]
+
+
+def found(run: RunResult, code: str | None = None) -> set[tuple[str, int, str]]:
+    """(file name, line, code) of every finding (of ``code``)."""
+    return {(Path(f.path).name, f.line, f.code) for f in run.findings
+            if code is None or f.code == code}

@@ -79,9 +79,18 @@ def test_lint_source_judges_program_rules_on_the_module_alone() -> None:
     # amp-missing / tf32. (Conditions used to be left unresolved by lint_source.)
     loop = ("import torch\nmodel = Net().cuda()\nfor x, y in loader:\n"
             "    loss = model(x.cuda()).mean()\n    loss.backward()\n    optimizer.step()\n")
-    assert {f.code for f in lint_source(loop)} == {"LT006", "LT011"}
+    # no layer in sight: whether fp32 matmuls run (TF32) is unknown, so no LT011
+    assert {f.code for f in lint_source(loop)} == {"LT006"}
+    mlp = "import torch.nn as nn\nlayer = nn.Linear(784, 512)\n" + loop
+    assert {f.code for f in lint_source(mlp)} == {"LT006", "LT011"}
+    # conv-only: cuDNN already uses TF32 for convolutions, matmul TF32 would not help
     conv = "import torch.nn as nn\nlayer = nn.Conv2d(3, 8, 3)\n" + loop
-    assert {f.code for f in lint_source(conv)} == {"LT005", "LT006", "LT011"}
+    assert {f.code for f in lint_source(conv)} == {"LT005", "LT006"}
+    # a Linear head on a conv net is not where the time goes; attention is
+    head = conv + "head = nn.Linear(512, 10)\n"
+    assert {f.code for f in lint_source(head)} == {"LT005", "LT006"}
+    attn = head + "attn = nn.MultiheadAttention(512, 8)\n"
+    assert {f.code for f in lint_source(attn)} == {"LT005", "LT006", "LT011"}
     amp = loop.replace("    loss = model", "    with torch.autocast('cuda'):\n        loss = model")
     assert {f.code for f in lint_source(amp)} == set()
 

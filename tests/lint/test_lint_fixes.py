@@ -52,3 +52,16 @@ def test_diff_shows_without_writing(tmp_path, pitstop_cli) -> None:
 def test_unsafe_fixes_need_fix_or_diff(pitstop_cli, tmp_path) -> None:
     r = pitstop_cli("lint", "--unsafe-fixes", str(tmp_path))
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_fixes_leave_no_whitespace_only_lines(tmp_path, pitstop_cli) -> None:
+    # Adding arguments to a multi-line call keeps one argument per line, indented like
+    # the others, and never leaves a line of blanks (issue 10).
+    target = tmp_path / "train.py"
+    shutil.copyfile(FIX_DIR / "unsafe_multiline_call.input.py", target)
+    r = pitstop_cli("lint", "--fix", "--unsafe-fixes", str(target), env={"LOCAL_WORLD_SIZE": "1"})
+    assert "Fixed" in r.stderr, r.stderr
+    lines = target.read_text().splitlines()
+    assert not [ln for ln in lines if ln and not ln.strip()], lines
+    added = [ln for ln in lines if "num_workers=" in ln or "persistent_workers=" in ln]
+    assert added and all(ln.startswith("    ") and not ln.startswith("     ") for ln in added)

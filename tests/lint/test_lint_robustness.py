@@ -123,3 +123,92 @@ def test_missing_path_beats_findings(tmp_path, pitstop_cli) -> None:
     r = pitstop_cli("lint", str(tmp_path / "good.py"), str(tmp_path / "nope"))
     assert r.returncode == 2, r.stderr
     assert "good.py:6:11: LT001" in r.stdout
+
+
+def test_fifo_and_device_files_are_skipped_unopened(tmp_path, pitstop_cli) -> None:
+    # A FIFO named *.py would block a reader forever (issue 10); a device file would
+    # never end. Both are skipped with a warning, never opened.
+    (tmp_path / "good.py").write_text(TRAIN)
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "zero.py").symlink_to("/dev/zero")
+    r = pitstop_cli("lint", str(tmp_path), "--format", "json", timeout=60)
+    assert r.returncode == 1, r.stderr  # the findings of good.py, nothing else
+    assert f"{tmp_path / 'pipe.py'}: warning: skipped: a FIFO" in r.stderr
+    assert f"{tmp_path / 'zero.py'}: warning: skipped: a device file" in r.stderr
+    import json
+
+    entries = json.loads(r.stdout)
+    assert {e["name"] for e in entries if e["code"] is None} == {"skipped"}
+    # named on the command line: the same, and no "No findings in 0 files"
+    r = pitstop_cli("lint", str(tmp_path / "pipe.py"), timeout=60)
+    assert r.returncode == 0 and "warning: skipped" in r.stderr and "No findings" not in r.stdout
+
+
+def test_parse_failures_are_in_json_and_sarif(tmp_path, pitstop_cli) -> None:
+    import json
+
+    (tmp_path / "good.py").write_text(TRAIN)
+    (tmp_path / "broken.py").write_text("import torch\ndef f(:\n")
+    r = pitstop_cli("lint", str(tmp_path), "--format", "json")
+    entries = json.loads(r.stdout)
+    bad = [e for e in entries if e["code"] is None]
+    assert len(bad) == 1 and bad[0]["path"].endswith("broken.py") and bad[0]["line"] == 2
+    assert "syntax error" in bad[0]["message"] and bad[0]["severity"] == "error"
+    assert any(e["code"] == "LT001" for e in entries)
+    r = pitstop_cli("lint", str(tmp_path), "--format", "sarif")
+    run = json.loads(r.stdout)["runs"][0]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert any("broken.py" in n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+               and "syntax error" in n["message"]["text"] for n in notes)
+
+
+def test_big_modules_are_linted_in_pieces_with_the_same_findings(tmp_path) -> None:
+    # A generated module above the piece size: cut at top-level definitions (never in a
+    # string), each piece parsed with the module's imports, line numbers kept.
+    from pitstop.lint import chunks, lint_paths
+
+    fn = ("def train_{i}(model, ds, opt, device):\n"
+          "    loader = DataLoader(ds, batch_size=32)\n"
+          "    for x, y in loader:\n"
+          "        loss = F.cross_entropy(model(x.to(device)), y.to(device))\n"
+          "        loss.backward()\n"
+          "        opt.step()\n"
+          "        print(loss.item())\n\n\n")
+    doc = 'NOTES = """\\ndef not_a_function():\\n    pass\\n"""\n\n\n'
+    head = "import torch.nn.functional as F\nfrom torch.utils.data import DataLoader\n\n\n"
+    n = 200
+    text = head + "".join(fn.format(i=i) + (doc if i == 100 else "") for i in range(n))
+    (tmp_path / "gen.py").write_text(text)
+    data = text.encode()
+    pieces = chunks.split(data, size=4000)
+    assert len(pieces) > 10
+    assert b"".join(data[p.start:p.end] for p in pieces) == data
+    assert all(data[p.start:p.end].startswith((b"def ", b"import")) for p in pieces)
+    old = chunks.CHUNK_BYTES
+    try:
+        from pitstop.lint import engine
+
+        engine.CHUNK_BYTES = 4000
+        assert len(engine._items(engine.SourceFile(tmp_path / "gen.py", len(data)), (),
+                                 engine.default_options())) == len(pieces)
+        chunked = lint_paths([tmp_path / "gen.py"], jobs=1)
+    finally:
+        engine.CHUNK_BYTES = old
+    whole = lint_paths([tmp_path / "gen.py"], jobs=1)
+    assert not chunked.all_diagnostics
+    key = [(f.line, f.code) for f in whole.findings]
+    assert [(f.line, f.code) for f in chunked.findings] == key
+    assert sum(1 for _, c in key if c == "LT001") == n
+
+
+def test_a_second_run_in_the_same_process_sees_the_same_findings(tmp_path) -> None:
+    # the per-file cache must hand back what the file produced, not what the first run's
+    # later passes (--diff, the link pass) left of it
+    target = tmp_path / "train.py"
+    target.write_text("import torch\nfor x, y in loader:\n"
+                      "    with torch.cuda.amp.autocast():\n        loss = model(x.cuda())\n"
+                      "    loss.backward()\n")
+    first = run_cli_in_process(["lint", "-j", "1", "--diff", str(target)])
+    again = run_cli_in_process(["lint", "-j", "1", "--diff", str(target)])
+    assert first[0] == again[0] == 1 and "torch.amp.autocast" in again[1]
+    assert first == again

@@ -35,20 +35,25 @@ def lint_source(text: str, path: str = "<string>", *, select: tuple[str, ...] = 
     """Findings for one module's source text, judged on its own (no package context).
     Raises SyntaxError if ``text`` is not valid Python."""
     from pitstop.lint.analyze import Selection
-    from pitstop.lint.engine import condition_holds, default_options, lint_text
+    from pitstop.lint.engine import condition_holds, default_options, lint_text, program_facts
+    from pitstop.lint.program import Program
 
     result = lint_text(text, path, default_options(Selection(select=select, ignore=ignore)))
     # Program-level findings hold only if this module's own facts allow them (a
     # cudnn-benchmark finding needs a convolution, amp-missing no autocast...).
+    program = Program([result.summary] if result.summary is not None else [])
+    facts = program_facts(program, program.key(path), result.uses, result.facts)
     kept = [f for f in result.findings
-            if not f.condition or condition_holds(f.condition, result.facts)]
+            if not f.condition or condition_holds(f.condition, facts)]
     return sorted(kept, key=LintFinding.sort_key)
 
 
 def lint_paths(paths: Iterable[str | PathLike[str]], *, select: tuple[str, ...] = ("LT",),
-               ignore: tuple[str, ...] = (), jobs: int | None = None) -> RunResult:
-    """Lint files and folders (honouring .gitignore and ``[tool.pitstop.lint]``) and
-    return the :class:`~pitstop.lint.engine.RunResult`."""
+               ignore: tuple[str, ...] = (), jobs: int | None = None,
+               device: str | None = None, include_tests: bool | None = None) -> RunResult:
+    """Lint files and folders as one program (honouring .gitignore and
+    ``[tool.pitstop.lint]``) and return the :class:`~pitstop.lint.engine.RunResult`.
+    ``device``: "auto", "gpu" or "cpu" (default: the config's, else auto)."""
     from pitstop.lint.analyze import Selection
     from pitstop.lint.config import find_pyproject, load_config
     from pitstop.lint.discover import discover
@@ -58,7 +63,12 @@ def lint_paths(paths: Iterable[str | PathLike[str]], *, select: tuple[str, ...] 
     config = load_config(find_pyproject(targets[0]))
     files, diags = discover(targets, config)
     options = default_options(Selection(select=select or config.select,
-                                        ignore=tuple(ignore) + config.ignore))
+                                        ignore=tuple(ignore) + config.ignore),
+                              device=device or config.device,
+                              include_tests=config.include_tests if include_tests is None
+                              else include_tests,
+                              per_file_ignores=config.per_file_ignores,
+                              ignore_root=str(config.root))
     run = lint_paths_files(files, options, config.ignored_for, jobs=jobs)
     run.diagnostics.extend(diags)
     return run

@@ -6,8 +6,9 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from pitstop.lint.context import ModuleContext
+from pitstop.lint.context import USE_TRAIN, ModuleContext
 from pitstop.lint.model import LintFinding
 
 # Cheap byte-level gate: a file that never mentions torch is not even parsed -- unless it
@@ -72,9 +73,27 @@ class LintOptions:
     selection: Selection = field(default_factory=Selection)
     cpus: int = 1
     local_world_size: int = 1
+    device: str = "auto"  # "auto" (decide from the code), "gpu" or "cpu"
+    include_tests: bool = False  # test code gets the hot-loop and loader rules too
+    # per-file-ignores: (glob, codes) relative to ignore_root
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    ignore_root: str = ""
+
+    def ignored_for(self, path: str) -> tuple[str, ...]:
+        if not self.per_file_ignores:
+            return ()
+        from pitstop.lint.config import LintConfig
+
+        return LintConfig(per_file_ignores=self.per_file_ignores,
+                          root=Path(self.ignore_root or ".")).ignored_for(Path(path))
 
 
-_GATE_BYTES = TRIGGERS + tuple(t.encode() for t in GATE_SUBSTRINGS) + (b".cuda(", b".to(")
+# a module of command-line options or config classes: its defaults count for the program;
+# a helper module of metrics that never names torch (`return correct.sum().item()`) holds
+# syncs when the training loop calls it per batch
+_GATE_BYTES = TRIGGERS + tuple(t.encode() for t in GATE_SUBSTRINGS) + (
+    b".cuda(", b".to(", b"add_argument", b"dataclass", b".item()", b".tolist()", b".cpu()",
+    b".numpy()", b"import *")
 _GATE_DL_BYTES = re.compile(GATE_DL.pattern.encode())
 
 
@@ -90,32 +109,47 @@ def parse(text: str, path: str) -> ast.Module:
     return ast.parse(text, filename=path, type_comments=False)
 
 
-def analyze_tree(tree: ast.Module, text: str, path: str, options: LintOptions,
-                 lines: list[str] | None = None
-                 ) -> tuple[list[LintFinding], frozenset[str], frozenset[str]]:
-    """Run every rule on a parsed module; returns findings (before noqa), the facts it
-    contributes to its program, and the top-level names of the modules it imports."""
+# Rules that still apply to test code: a deprecated API is deprecated there too.
+TEST_RULES = frozenset({"LT007"})
+
+
+def analyze(ctx: ModuleContext) -> None:
+    """Run every selected rule on one module (findings go to ``ctx.analysis``)."""
     from pitstop.findings import get_doc
     from pitstop.lint.rules import HOT_RULES, MODULE_RULES
 
-    if lines is None:
-        lines = text.splitlines()
-    ctx = ModuleContext(tree, lines, path, text=text, cpus=options.cpus,
-                        local_world_size=options.local_world_size)
-    sel = options.selection
+    sel = ctx.options.selection
+    tests_off = ctx.is_test and not ctx.options.include_tests
 
     def wanted(code: str) -> bool:
+        if tests_off and code not in TEST_RULES:
+            return False
         doc = get_doc(code)
         return sel.wants(code, doc.name, doc.category)
 
     hot = [rule for code, rule in HOT_RULES if wanted(code)]
     # The walk also feeds program-level facts (training loops, batches moved to the GPU),
-    # so it runs whenever the text could hold a loop worth knowing about.
-    if ctx.could_have_hot_loops():
+    # so it runs whenever the text could hold a loop worth knowing about -- not in test
+    # code left out of the loop rules (its loops are not the program's training).
+    if not tests_off and ctx.could_have_hot_loops():
         ctx.run(hot)
+    if ctx.has_train_loop:
+        ctx.analysis.uses.add(USE_TRAIN + ctx.key)
     for code, check in MODULE_RULES:
         if wanted(code):
             check(ctx)
+
+
+def analyze_tree(tree: ast.Module, text: str, path: str, options: LintOptions,
+                 lines: list[str] | None = None
+                 ) -> tuple[list[LintFinding], frozenset[str], frozenset[str]]:
+    """Run every rule on a parsed module judged on its own; returns findings (before
+    noqa), the facts it contributes to its program, and the top-level names of the
+    modules it imports."""
+    if lines is None:
+        lines = text.splitlines()
+    ctx = ModuleContext(tree, lines, path, text=text, options=options)
+    analyze(ctx)
     imports = frozenset(v.split(".", 1)[0] for v in ctx.aliases.values())
     return ctx.findings, frozenset(ctx.facts), imports
 

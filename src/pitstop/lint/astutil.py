@@ -17,6 +17,9 @@ LOSS_RE = re.compile(r"loss|criterion|^crit", re.IGNORECASE)
 OPTIM_RE = re.compile(r"optim|^opt($|_)|_opt$|^opt[A-Z]|scaler", re.IGNORECASE)
 LOADERISH_RE = re.compile(r"loader|^dl$|^dl_|_dl$|batches|batch_iter|data_iter|train_iter|val_iter",
                           re.IGNORECASE)
+# the loader methods of a Lightning DataModule: `data.train_dataloader()` is a DataLoader
+DATAMODULE_LOADERS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader",
+                                "predict_dataloader"})
 LOADER_WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "islice", "trange", "track",
                              "progress", "cycle", "ProgressBar", "auto"})
 
@@ -44,16 +47,21 @@ def collect_aliases(tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
+_NAME, _ATTR = ast.Name, ast.Attribute
+
+
 def dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None (no alias resolution)."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
+    t = node.__class__
+    if t is _NAME:
+        return node.id  # type: ignore[attr-defined]
+    if t is not _ATTR:
+        return None
+    value = node.value  # type: ignore[attr-defined]
+    if value.__class__ is _NAME:  # the common `self.model`, `torch.cuda`
+        return f"{value.id}.{node.attr}"  # type: ignore[attr-defined]
+    inner = dotted(value)
+    return None if inner is None else f"{inner}.{node.attr}"  # type: ignore[attr-defined]
 
 
 def qualname(node: ast.AST, aliases: dict[str, str]) -> str | None:
@@ -130,6 +138,27 @@ def root_name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+# Tensor methods that keep the data where it is (a batch reshaped is still the batch).
+_SAME_DATA = frozenset({"reshape", "view", "float", "half", "long", "int", "bool", "double",
+                        "permute", "transpose", "contiguous", "squeeze", "unsqueeze", "flatten",
+                        "type", "clone", "detach", "items", "values", "pin_memory", "expand",
+                        "repeat", "narrow", "split", "chunk", "t", "numpy"})
+
+
+def data_root(node: ast.AST) -> str | None:
+    """Like :func:`root_name`, also through methods that keep the data in place:
+    ``images`` for ``images.reshape(n, -1)``, ``batch`` for ``batch.items()``."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _SAME_DATA:
+            node = node.func.value
+        else:
+            break
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def unwrap_iterable(node: ast.expr) -> list[ast.expr]:
     """The loaders inside ``enumerate(tqdm(loader))`` / ``zip(a, b)``."""
     if isinstance(node, ast.Call):
@@ -142,6 +171,33 @@ def unwrap_iterable(node: ast.expr) -> list[ast.expr]:
     return [node]
 
 
+# Fields that never hold a child node worth visiting (operators, contexts, names).
+_NO_CHILD = frozenset({"ctx", "op", "ops", "type_comment", "kind", "type_ignores", "id",
+                       "attr", "name", "names", "arg", "asname", "module", "level",
+                       "conversion", "is_async", "simple", "kwd_attrs", "tag", "rest"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """The child nodes of ``node`` (as ``ast.iter_child_nodes``, without operator and
+    context nodes, and faster: the fields of each node type are looked up once)."""
+    t = node.__class__
+    fields = _FIELDS.get(t)
+    if fields is None:
+        fields = _FIELDS[t] = () if t is ast.Constant else tuple(
+            f for f in t._fields if f not in _NO_CHILD)
+    out: list[ast.AST] = []
+    for f in fields:
+        v = getattr(node, f, None)
+        if v is None:
+            continue
+        if v.__class__ is list:
+            out.extend(x for x in v if x is not None)
+        elif isinstance(v, ast.AST):
+            out.append(v)
+    return out
+
+
 def iter_shallow(stmts: list[ast.stmt], *, into_loops: bool) -> Iterator[ast.AST]:
     """Every node under ``stmts`` without entering nested function/class definitions
     (and, unless ``into_loops``, nested loops)."""
@@ -149,9 +205,24 @@ def iter_shallow(stmts: list[ast.stmt], *, into_loops: bool) -> Iterator[ast.AST
     if not into_loops:
         skip += (ast.For, ast.AsyncFor, ast.While)
     stack: list[ast.AST] = [s for s in reversed(stmts) if not isinstance(s, skip)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             if not isinstance(child, skip):
-                stack.append(child)
+                push(child)
+
+
+def param_default(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> object:
+    """The literal default of parameter ``name`` of ``fn`` (``"?"``: none, or not a literal)."""
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    for a, d in zip(positional, defaults, strict=True):
+        if a.arg == name and isinstance(d, ast.Constant):
+            return d.value
+    for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if a.arg == name and isinstance(d, ast.Constant):
+            return d.value
+    return "?"

@@ -16,19 +16,38 @@ LINT_DOCS = (
         title="Host-device synchronisation on every iteration of a training/evaluation loop",
         what=(
             "Finds operations that make the CPU wait for the GPU, run unguarded on every "
-            "iteration of a hot loop (a training loop: its body reaches `backward()`, "
-            "`optimizer.step()` or `scaler.step()`, directly or through functions of the same "
-            "module; an evaluation loop: a loop over a loader that runs the model). Flagged on "
-            "values known to be GPU tensors (model outputs, losses, `.to(device)`/`.cuda()` "
-            "results and what is computed from them): `.item()`, `.cpu()`, `.numpy()`, "
-            "`.tolist()`, `.to('cpu')`, `float()/int()/bool()` of a tensor, `print()` or "
-            "f-string formatting of a tensor, `torch.cuda.synchronize()`, `torch.cuda.empty_cache()`, "
-            "`if`/`while`/`assert` on a tensor, `.nonzero()`, `torch.where(cond)`, `unique()`, "
-            "boolean-mask indexing, and GPU tensors handed to experiment loggers "
-            "(`writer.add_scalar`, `wandb.log`, `mlflow.log_metric`), which convert them to "
-            "numbers.\n\nNot flagged: code under a rare guard (`if step % N == 0:`, "
-            "`if i == len(loader) - 1:`, `if should_log:`, after `if step % N: continue`), "
-            "epoch-level code after the batch loop, and values certainly on the CPU."
+            "iteration of a hot loop -- a training loop: it iterates batches (a loader, "
+            "`enumerate`/`tqdm`/`zip`/`islice`/`log_every` of one, a prefetcher, `next(it)` in "
+            "a `while`, a generator over a loader) or steps, and its body reaches `backward()`, "
+            "`accelerator.backward()` or an optimizer step, directly or anywhere in the program "
+            "the calls lead (a `train_step` in another module, a `Trainer` method, a callable "
+            "whose `__call__` runs backward, an ignite `Engine` step); an evaluation loop: it "
+            "iterates batches and runs the model. Calls made per batch are followed into the "
+            "functions, methods, callable objects and `forward()`s they reach, in any module of "
+            "the program, and the finding is reported where the sync is. Flagged on values "
+            "that are GPU tensors in a program that can run on an accelerator (model outputs, "
+            "losses, `.to(device)`/`.cuda()` results, batches of an accelerate/Fabric loader, "
+            "what is computed from them): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, "
+            "`.to('cpu')`, `float()/int()/bool()` of a tensor, `print()`, f-string, `%` and "
+            "`.format()` formatting of a tensor (also `*tensor` unpacked), `math.isfinite(t)`, "
+            "`torch.cuda.synchronize()`, `torch.cuda.empty_cache()`, `if`/`while`/`assert` on a "
+            "tensor (`assert torch.isfinite(loss).all()`, `if torch.isnan(loss):`), `.nonzero()`, "
+            "`torch.where(cond)`, `unique()`, boolean-mask indexing (also `x[:, mask]` and "
+            "assignments through it), a GPU tensor as a slice bound, storing a GPU tensor into "
+            "a CPU tensor, tensors handed to progress bars (`set_postfix`) and experiment "
+            "loggers (`writer.add_scalar`, `wandb.log`, `mlflow.log_metric`), and `.item()` "
+            "on values computed from GPU tensors by a library function (`acc1, acc5 = "
+            "accuracy(output, target)`).\n\nNot flagged: code under a rare guard (`if step % "
+            "N == 0:`, `if i == len(loader) - 1:`, `if should_log:`, after `if step % N: "
+            "continue` or a progress gate, an opt-in option or parameter that defaults to False "
+            "(`if args.synchronize_step:`)), epoch-level code after the batch loop, "
+            "host-to-device copies (`images.to(device)` uploads, it is no sync), loops that run "
+            "once (a throughput pass that returns after one batch), benchmark/profiling "
+            "functions and `generate()` loops (they read the host on purpose), test code, and "
+            "values certainly on the CPU. `if (step + 1) % grad_accum == 0:` is not a rare "
+            "guard: it is the optimizer step.\n\nWhere the accelerator is inferred (a device "
+            "chosen at run time), the message says the value *may* live on the GPU; the "
+            "evidence names where the device comes from (`train.py:12 (torch.accelerator)`)."
         ),
         why=(
             "CUDA runs asynchronously: the CPU queues kernels and moves on, and the GPU stays "
@@ -54,7 +73,15 @@ LINT_DOCS = (
     CodeDoc(
         code="LT002", name="dataloader-no-workers", category="loader-workers", severity=P,
         title="DataLoader built with num_workers absent or 0",
-        what="Finds `DataLoader(...)` calls with no `num_workers` or `num_workers=0`.",
+        what=(
+            "Finds `DataLoader(...)` calls (and drop-ins that take its arguments: torchdata's "
+            "`StatefulDataLoader`, webdataset's `WebLoader`, PyG's loaders) whose `num_workers` "
+            "is 0 on every path: absent, `0`, absent from every `**kwargs` dict the call can "
+            "receive (literal, conditional, `.update()`d, merged, returned by a factory), or an "
+            "option whose default is 0 (`num_workers=args.workers` with `default=0`). Silent "
+            "for a `TensorDataset` or a Dataset whose `__getitem__` calls nothing (nothing to "
+            "decode: workers would only copy items between processes)."
+        ),
         why=(
             "With no workers, loading, decoding, augmenting and collating every batch happens "
             "in the training process, between steps, while the GPU waits. Worker processes "
@@ -81,8 +108,12 @@ LINT_DOCS = (
         code="LT003", name="dataloader-no-pin-memory", category="loader-pin-memory", severity=W,
         title="DataLoader whose batches go to a GPU, built without pin_memory=True",
         what=(
-            "Finds `DataLoader(...)` calls without `pin_memory=True` in a file that copies the "
-            "loader's batches to a GPU inside a loop."
+            "Finds `DataLoader(...)` calls without `pin_memory=True` (on the GPU path: "
+            "`pin_memory=args.pin` defaulting to False counts as off) in a program that copies "
+            "the loader's batches to a GPU -- anywhere in the program: `.to(device)`, a "
+            "`to_device(batch, device)` helper, or `accelerator.prepare(loader)`, whose batches "
+            "are moved for you. Silent for a `TensorDataset`, for data already on the device, "
+            "and for ignite's `auto_dataloader` (it pins on CUDA itself)."
         ),
         why=(
             "Copies from pageable host memory go through a driver staging buffer, run at a "
@@ -104,11 +135,17 @@ LINT_DOCS = (
         severity=W,
         title="DataLoader with workers iterated for several epochs without persistent_workers=True",
         what=(
-            "Finds `DataLoader(...)` calls with `num_workers` not 0 and no "
-            "`persistent_workers=True` whose loader is iterated inside an outer (epoch) loop: "
-            "in the same module, in a function of it that receives the loader, under a "
-            "Lightning-style `trainer.fit` (more than one epoch), or in another module of the "
-            "package that iterates what a loader factory here returns."
+            "Finds `DataLoader(...)` calls with workers (`num_workers` not 0 on some path) and "
+            "no `persistent_workers=True` whose loader is iterated again and again: inside an "
+            "outer (epoch) loop, in a function called in one (also through a `Trainer` method, "
+            "an event handler, a generator that cycles over it), a validation loader re-entered "
+            "during training, a Lightning-style `trainer.fit` of more than one epoch -- in any "
+            "module of the program, following the loader through returns, tuples and class "
+            "attributes. When the analysis cannot see where a training program consumes a "
+            "loader, it assumes it is re-iterated. Silent when the loader is turned into one "
+            "iterator for the whole run (`iter(DataLoader(...))` outside any loop), for a "
+            "subclass that re-uses its workers, and for an epoch loop of `range(1)` or an "
+            "`--epochs` option that defaults to 1."
         ),
         why=(
             "Without persistent workers every epoch starts by killing the worker processes and "
@@ -133,8 +170,10 @@ LINT_DOCS = (
         code="LT005", name="cudnn-autotuner-off", category="cudnn-benchmark", severity=W,
         title="Convolutional GPU training without torch.backends.cudnn.benchmark = True",
         what=(
-            "Finds a GPU training loop in a program (the file and the package it belongs to) "
-            "that builds convolutions and never sets `torch.backends.cudnn.benchmark = True`, "
+            "Finds a GPU training loop in a program (the modules that run with it, across "
+            "files) that builds convolutions -- also inside models it loads, such as "
+            "torchvision ResNets or diffusers' `UNet2DConditionModel.from_pretrained` -- and "
+            "never sets `torch.backends.cudnn.benchmark = True`, "
             "or sets it to False. Silent when the program asks for determinism "
             "(`cudnn.deterministic = True`, `torch.use_deterministic_algorithms(True)`)."
         ),
@@ -157,9 +196,14 @@ LINT_DOCS = (
         code="LT006", name="fp32-training-without-autocast", category="amp-missing", severity=W,
         title="GPU training loop in a program that never uses autocast",
         what=(
-            "Finds a GPU training loop (it calls backward) in a program - the file and its "
-            "package - that never uses autocast (`torch.autocast`, `torch.amp`, "
-            "`torch.cuda.amp`), GradScaler, `.half()` or bfloat16."
+            "Finds a GPU training loop in a program -- the modules it imports and the ones "
+            "that import it, across files -- that never uses autocast (`torch.autocast`, "
+            "`torch.amp`, `torch.cuda.amp`, `accelerator.autocast()`), `.half()`, bfloat16 or "
+            "float16, apex amp, a DeepSpeed fp16/bf16 config, or a mixed-precision setting "
+            "(`Accelerator(mixed_precision=...)`, also from a command-line option; Lightning "
+            "`precision=`). A GradScaler alone does not count: without autocast it scales an "
+            "fp32 loss. Silent when the precision comes from outside the code (a bare "
+            "`Accelerator()` reads `accelerate config`; `deepspeed.initialize` its JSON)."
         ),
         why=(
             "Tensor cores run fp16/bf16 matmuls and convolutions several times faster than "
@@ -202,7 +246,10 @@ LINT_DOCS = (
         title="Per-batch copy of pinned batch data to the GPU without non_blocking=True",
         what=(
             "Finds `.to(device)` / `.cuda()` of batch data inside a hot loop without "
-            "`non_blocking=True`, in a file whose DataLoader pins memory."
+            "`non_blocking=True`, when the batches come pinned: from a loader that pins memory "
+            "(wherever in the program it is built, through `**kwargs` too), or a tensor pinned "
+            "right there (`x.pin_memory().to(device)`). Batches that accelerate or Fabric "
+            "already placed on the device are not copies."
         ),
         why=(
             "A blocking copy makes the CPU wait until the transfer finishes, so it cannot queue "
@@ -221,7 +268,11 @@ LINT_DOCS = (
     CodeDoc(
         code="LT009", name="zero-grad-not-none", category="zero-grad", severity=W,
         title="zero_grad(set_to_none=False) or gradients zeroed by hand",
-        what="Finds `zero_grad(set_to_none=False)`, `zero_grad(False)`, `p.grad.zero_()` and `p.grad.data.zero_()`.",
+        what=(
+            "Finds `zero_grad(set_to_none=False)`, `zero_grad(False)`, "
+            "`zero_grad(set_to_none=args.flag)` where the option defaults to False, "
+            "`p.grad.zero_()` and `p.grad.data.zero_()`."
+        ),
         why=(
             "Zeroing launches a memset kernel per parameter every step and keeps the gradient "
             "memory allocated between steps; setting gradients to None costs nothing and the "
@@ -241,9 +292,11 @@ LINT_DOCS = (
         title="Gradient accumulation under DDP without no_sync()",
         what=(
             "Finds a training loop that accumulates gradients (backward on every micro-step, "
-            "optimizer.step under `if (i + 1) % accum == 0` or outside an inner micro-step "
-            "loop) in a program that uses DistributedDataParallel and never uses `no_sync()` "
-            "or `require_backward_grad_sync`."
+            "the optimizer step under `if (i + 1) % accum == 0` or outside an inner micro-step "
+            "loop, or a loss scaler called with `update_grad=(idx + 1) % accum == 0`) in a "
+            "program that uses DistributedDataParallel (also through accelerate or ignite's "
+            "`auto_model`) and never uses `no_sync()`, `require_backward_grad_sync` or "
+            "`accelerator.accumulate()`."
         ),
         why=(
             "DDP all-reduces gradients during every backward(). With accumulation only the "
@@ -268,9 +321,14 @@ LINT_DOCS = (
         code="LT011", name="tf32-disabled", category="tf32", severity=W,
         title="float32 GPU training program that never enables TF32",
         what=(
-            "Finds a GPU training loop in a program (file and package) that uses no autocast "
-            "and never calls `torch.set_float32_matmul_precision('high'|'medium')` or sets "
-            "`torch.backends.cuda.matmul.allow_tf32 = True`."
+            "Finds a GPU training loop in a float32 program (no autocast or mixed precision, "
+            "see LT006) whose matmuls do real work -- attention or transformer layers, "
+            "explicit `matmul`/`bmm`/`einsum`/`@`, RNN cells, or Linear layers that are more "
+            "than a head on a convolutional or recurrent network (an MLP; a language model's "
+            "vocabulary layer, next to an Embedding) -- and that never calls "
+            "`torch.set_float32_matmul_precision('high'|'medium')` or sets "
+            "`torch.backends.cuda.matmul.allow_tf32 = True`. Not raised for conv-only "
+            "networks: cuDNN convolutions (and RNNs) already use TF32 by default."
         ),
         why=(
             "PyTorch computes float32 matmuls in full IEEE fp32 by default. On Ampere and newer "
@@ -289,8 +347,10 @@ LINT_DOCS = (
         code="LT012", name="tensor-created-on-cpu", category="tensor-on-device", severity=W,
         title="Tensor created on the CPU and moved to the GPU inside a hot loop",
         what=(
-            "Finds `torch.zeros(...).cuda()`, `torch.tensor(x).to(device)` and the like "
-            "(a factory call followed by a device move) inside a hot loop."
+            "Finds `torch.zeros(...).cuda()`, `torch.tensor(x).to(device)`, "
+            "`(torch.ones(n) * i).to(device)`, `torch.LongTensor(range(n)).to(device)`, "
+            "`torch.as_tensor(t).to(images)` and the like (a tensor built on the CPU and then "
+            "moved) inside a hot loop or a module's `forward()`."
         ),
         why=(
             "The tensor is allocated and filled on the host, then copied with a blocking "
@@ -353,7 +413,10 @@ LINT_DOCS = (
     CodeDoc(
         code="LT015", name="dataparallel-training", category="dataparallel", severity=W,
         title="torch.nn.DataParallel used for training",
-        what="Finds `nn.DataParallel(...)` in a program that calls backward.",
+        what=(
+            "Finds `nn.DataParallel(...)` and its functional form "
+            "`nn.parallel.data_parallel(...)` in a program that trains."
+        ),
         why=(
             "DataParallel runs one process with a thread per GPU: it scatters inputs and "
             "replicates the model every step, gathers outputs on GPU 0 and is limited by the "

@@ -37,11 +37,17 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 @click.option("--no-gitignore", is_flag=True, help="Lint files that .gitignore excludes.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
               help="Worker processes (default: the CPUs this process may use).")
+@click.option("--device", type=click.Choice(["auto", "gpu", "cpu"]), default=None,
+              help="Where the program runs: auto (decide from the code, the default), gpu, "
+              "or cpu (no GPU-only findings).")
+@click.option("--include-tests", is_flag=True,
+              help="Lint test code (tests/, test_*.py, conftest.py) with every rule.")
 @click.option("--no-source", is_flag=True, help="Text format: do not show the source lines.")
 @click.option("--statistics", is_flag=True, help="Print a count per code instead of findings.")
 def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
          select: tuple[str, ...], ignore: tuple[str, ...], fmt: str, config_path: Path | None,
-         no_gitignore: bool, jobs: int | None, no_source: bool, statistics: bool) -> int:
+         no_gitignore: bool, jobs: int | None, device: str | None, include_tests: bool,
+         no_source: bool, statistics: bool) -> int:
     """Find code that slows PyTorch training: per-batch syncs, DataLoader settings,
     precision, DDP accumulation, and more (loop-aware).
 
@@ -59,10 +65,10 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
     from pitstop.lint.engine import default_options, lint_paths_files
     from pitstop.lint.formats import (
         render_github,
-        render_json,
         render_sarif,
-        render_text,
         summary_text,
+        write_json,
+        write_text,
     )
 
     if unsafe_fixes and not (fix or diff):
@@ -78,7 +84,11 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
     sel_ignore = _split(ignore) + config.ignore
     check_codes(_split(select), "--select")
     check_codes(_split(ignore), "--ignore")
-    options = default_options(Selection(select=sel_select, ignore=sel_ignore))
+    options = default_options(Selection(select=sel_select, ignore=sel_ignore),
+                              device=device or config.device,
+                              include_tests=include_tests or config.include_tests,
+                              per_file_ignores=config.per_file_ignores,
+                              ignore_root=str(config.root))
 
     files, diags = discover(targets, config, respect_gitignore=not no_gitignore)
     progress_cb = None
@@ -120,7 +130,8 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
     diagnostics = run.all_diagnostics
     for d in diagnostics:
         where = d.path + (f":{d.line}" if d.line else "")
-        label = {"note": "note", "internal": "internal error"}.get(d.kind, "error")
+        label = {"note": "note", "internal": "internal error", "warning": "warning"}.get(
+            d.kind, "error")
         click.echo(f"{where}: {label}: {d.message}", err=True)
 
     if diff:
@@ -135,16 +146,16 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
             doc = get_doc(code)
             click.echo(f"{n:6d}  {code}  {doc.name}  [{doc.category}]")
     elif fmt == "json":
-        click.echo(render_json(findings), nl=False)
+        write_json(findings, diagnostics, sys.stdout)
     elif fmt == "sarif":
         click.echo(render_sarif(findings, diagnostics), nl=False)
     elif fmt == "github":
         click.echo(render_github(findings, [d for d in diagnostics if d.kind != "note"]), nl=False)
     else:
         color = sys.stdout.isatty()
-        click.echo(render_text(findings, color=color, show_source=not no_source), nl=False)
+        write_text(findings, sys.stdout, color=color, show_source=not no_source)
         unchecked = len({d.path for d in diagnostics if d.kind == "error"})
-        nothing_usable = run.files == 0 and any(d.kind == "input" for d in diagnostics)
+        nothing_usable = run.files == 0 and any(d.kind in {"input", "warning"} for d in diagnostics)
         if not nothing_usable:  # "No findings in 0 files" would read as a clean bill
             click.echo(summary_text(findings, run.files, unsafe=unsafe_fixes,
                                     unchecked=unchecked), nl=False)

@@ -1,4 +1,5 @@
-"""``[tool.pitstop.lint]`` in pyproject.toml: select, ignore, per-file-ignores, exclude."""
+"""``[tool.pitstop.lint]`` in pyproject.toml: select, ignore, per-file-ignores, exclude,
+device, include-tests."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ class LintConfig:
     exclude: tuple[str, ...] = ()
     root: Path = field(default_factory=Path.cwd)  # per-file-ignores/exclude are relative to it
     source: str = "defaults"
+    device: str = "auto"  # "auto": decide from the code; "gpu" / "cpu": the program runs there
+    include_tests: bool = False  # lint test code with the hot-loop and loader rules too
 
     def ignored_for(self, path: Path) -> tuple[str, ...]:
         """Codes ignored for ``path`` by per-file-ignores."""
@@ -35,6 +38,9 @@ class LintConfig:
             return False
         rel = _relative(path, self.root)
         return any(_glob_match(rel, p) for p in self.exclude)
+
+
+DEVICES = ("auto", "gpu", "cpu")
 
 
 def _relative(path: Path, root: Path) -> str:
@@ -102,7 +108,7 @@ def load_config(pyproject: Path | None) -> LintConfig:
                              f"{_toml_kind(section)}; fix or remove it")
     if section is None:
         return LintConfig(root=pyproject.parent, source=f"{pyproject} (no [tool.pitstop.lint])")
-    known = {"select", "ignore", "per-file-ignores", "exclude"}
+    known = {"select", "ignore", "per-file-ignores", "exclude", "device", "include-tests"}
     unknown = set(section) - known
     if unknown:
         raise UsageError(f"{pyproject}: unknown key(s) in [tool.pitstop.lint]: "
@@ -112,6 +118,12 @@ def load_config(pyproject: Path | None) -> LintConfig:
         raise UsageError(f"{pyproject}: [tool.pitstop.lint] per-file-ignores must be a table "
                          "of glob = [codes]")
     where = f"{pyproject}: [tool.pitstop.lint]"
+    device = section.get("device", "auto")
+    if not isinstance(device, str) or device not in DEVICES:
+        raise UsageError(f"{where} device must be one of {', '.join(DEVICES)}, not {device!r}")
+    include_tests = section.get("include-tests", False)
+    if not isinstance(include_tests, bool):
+        raise UsageError(f"{where} include-tests must be true or false, not {include_tests!r}")
     select = _strings(section.get("select", ["LT"]), "select", str(pyproject))
     ignore = _strings(section.get("ignore", []), "ignore", str(pyproject))
     per_file = tuple((k, _strings(v, f"per-file-ignores.{k}", str(pyproject)))
@@ -125,6 +137,7 @@ def load_config(pyproject: Path | None) -> LintConfig:
     for glob, codes in per_file:
         check_codes(codes, f"{where} per-file-ignores.{glob!r}")
     return LintConfig(
+        device=device, include_tests=include_tests,
         select=select,
         ignore=ignore,
         per_file_ignores=per_file,

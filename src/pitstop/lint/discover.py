@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,6 +23,15 @@ SUFFIXES = (".py", ".ipynb")
 class SourceFile:
     path: Path
     size: int
+    rel: str = ""  # the path below the folder named on the command line ("" if named itself)
+
+    @property
+    def is_test(self) -> bool:
+        """Test code: `tests/` below the linted folder, `test_*.py`, `*_test.py`,
+        `conftest.py` (the folders above the named path do not count)."""
+        from pitstop.lint.context import is_test_path
+
+        return is_test_path(self.rel or self.path.name)
 
 
 @dataclass(frozen=True)
@@ -152,7 +162,11 @@ def discover(paths: list[Path], config: LintConfig, *, respect_gitignore: bool =
             if key not in seen_files:
                 seen_files.add(key)
                 try:
-                    files.append(SourceFile(top, top.stat().st_size))
+                    st = top.stat()
+                    if not stat.S_ISREG(st.st_mode):
+                        diags.append(not_a_file(str(top), st.st_mode))
+                        continue
+                    files.append(SourceFile(top, st.st_size, top.name))
                 except OSError as err:
                     diags.append(Diagnostic(str(top), f"cannot read: {err.strerror or err}",
                                             kind="input"))
@@ -199,7 +213,7 @@ def _walk(top: Path, base_rules: list[_Rule], config: LintConfig, files: list[So
         subdirs: list[tuple[Path, Path, list[_Rule]]] = []
         for e in entries:
             try:
-                _entry(e, real_d, rules, config, files, diags, seen_files, subdirs)
+                _entry(e, real_d, rules, config, files, diags, seen_files, subdirs, top)
             except (OSError, RuntimeError) as err:  # races, loops, permissions
                 diags.append(Diagnostic(e.path, f"cannot read: {err}"))
         stack.extend(reversed(subdirs))
@@ -207,7 +221,7 @@ def _walk(top: Path, base_rules: list[_Rule], config: LintConfig, files: list[So
 
 def _entry(e: os.DirEntry[str], real_d: Path, rules: list[_Rule], config: LintConfig,
            files: list[SourceFile], diags: list[Diagnostic], seen_files: set[Path],
-           subdirs: list[tuple[Path, Path, list[_Rule]]]) -> None:
+           subdirs: list[tuple[Path, Path, list[_Rule]]], top: Path) -> None:
     """Classify one directory entry: a folder to walk, a file to lint, or a diagnostic."""
     p = Path(e.path)
     real_p = real_d / e.name
@@ -231,7 +245,11 @@ def _entry(e: os.DirEntry[str], real_d: Path, rules: list[_Rule], config: LintCo
         if config.excluded(p) or (rules and ignored(rules, real_p, False)):
             return
         try:
-            size = e.stat().st_size
+            st = e.stat()
+            size = st.st_size
+            if not stat.S_ISREG(st.st_mode):
+                diags.append(not_a_file(str(p), st.st_mode))
+                return
         except OSError as err:
             if e.is_symlink():
                 diags.append(Diagnostic(str(p), "broken or looping symbolic link"))
@@ -247,7 +265,28 @@ def _entry(e: os.DirEntry[str], real_d: Path, rules: list[_Rule], config: LintCo
         if real in seen_files:
             return
         seen_files.add(real)
-        files.append(SourceFile(p, size))
+        files.append(SourceFile(p, size, _rel(p, top)))
+
+
+def not_a_file(path: str, mode: int) -> Diagnostic:
+    """A FIFO, device or socket with a source-file name: skipped, never opened."""
+    if stat.S_ISFIFO(mode):
+        what = "a FIFO (named pipe)"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        what = "a device file"
+    elif stat.S_ISSOCK(mode):
+        what = "a socket"
+    else:
+        what = "not a regular file"
+    return Diagnostic(path, f"skipped: {what}, not a file to lint (it was not opened)",
+                      kind="warning")
+
+
+def _rel(p: Path, top: Path) -> str:
+    try:
+        return p.relative_to(top).as_posix()
+    except ValueError:
+        return p.name
 
 
 def _abs(p: Path) -> Path:

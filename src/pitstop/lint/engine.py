@@ -1,55 +1,57 @@
-"""Linting many files: read, gate, parse and analyse each in a process pool, then decide
-the program-level findings once the facts of every file of each package are known.
+"""Linting many files as one program, in three passes:
 
+1. every file is read, gated, parsed, indexed, summarised and analysed on its own, in a
+   process pool (results cached by content hash);
+2. the summaries are linked into a :class:`~pitstop.lint.program.Program` (the local
+   modules the linted files import join it as context), which is cheap;
+3. the files whose questions the program answers differently from what they could know
+   on their own (an imported loader factory, a step function in another module, a device
+   set in ``main.py``) are analysed again against the whole program, in a pool forked
+   after linking (the program is inherited, not pickled).
+
+Program-level findings are then decided with the facts of the program each file runs in.
 Nothing here raises on a bad input file: every problem becomes a :class:`Diagnostic`
 naming the file, and the run goes on.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import errno
 import gc
+import hashlib
 import multiprocessing
 import os
-import re
+import stat
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+from pitstop.lint import chunks
 from pitstop.lint.analyze import (
     LintOptions,
     Selection,
-    analyze_tree,
+    analyze,
     apply_noqa,
     mentions_torch,
     parse,
     worth_analysing,
 )
-from pitstop.lint.discover import SourceFile
+from pitstop.lint.chunks import CHUNK_BYTES, Chunk
+from pitstop.lint.context import ANY, OR, USE_GPU_ANY, USE_TRAIN, Analysis, ModuleContext
+from pitstop.lint.discover import SourceFile, not_a_file
+from pitstop.lint.index import ModuleIndex
+from pitstop.lint.loaders import dataloader_calls
 from pitstop.lint.model import Diagnostic, FileResult, LintFinding
 from pitstop.lint.notebook import NotebookError, load_notebook
+from pitstop.lint.program import Program, answers_differ, recorded_answers
+from pitstop.lint.summary import ModuleSummary, summarize
 
-# A file's package-level facts, read with a regex from files that are not being linted
-# but belong to the same package (a flag set in utils.py counts for train.py).
-FACT_PATTERNS: dict[str, re.Pattern[bytes]] = {
-    "reduced_precision": re.compile(rb"autocast|GradScaler|\.half\(\)|bfloat16|float16|"
-                                    rb"precision\s*=\s*['\"][^'\"]*16"),
-    "tf32_enabled": re.compile(rb"set_float32_matmul_precision\(\s*['\"](high|medium)|"
-                               rb"matmul\.allow_tf32\s*=\s*True|fp32_precision\s*=\s*['\"]tf32|"
-                               rb"fast_defaults\("),
-    "cudnn_benchmark_true": re.compile(rb"cudnn\.benchmark\s*=\s*True|fast_defaults\("),
-    "deterministic": re.compile(rb"cudnn\.deterministic\s*=\s*True|"
-                                rb"use_deterministic_algorithms\(\s*True"),
-    "has_conv": re.compile(rb"Conv[123]d|resnet|vgg|efficientnet|mobilenet|densenet|convnext|"
-                           rb"regnet"),
-    "uses_ddp": re.compile(rb"DistributedDataParallel|FullyShardedDataParallel|\bDDP\("),
-    "ddp_sync_control": re.compile(rb"no_sync|require_backward_grad_sync"),
-}
-MAX_SIBLINGS = 500
-MAX_SIBLING_BYTES = 2_000_000
+MAX_CONTEXT_BYTES = 2_000_000  # a local module imported but not linted, read as context
 
 
 def cpus_usable() -> int:
@@ -67,9 +69,14 @@ def local_world_size() -> int:
         return 1
 
 
-def default_options(selection: Selection | None = None) -> LintOptions:
+def default_options(selection: Selection | None = None, *, device: str = "auto",
+                    include_tests: bool = False,
+                    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = (),
+                    ignore_root: str = "") -> LintOptions:
     return LintOptions(selection=selection or Selection(), cpus=cpus_usable(),
-                       local_world_size=local_world_size())
+                       local_world_size=local_world_size(), device=device,
+                       include_tests=include_tests, per_file_ignores=per_file_ignores,
+                       ignore_root=ignore_root)
 
 
 def decode(data: bytes) -> str:
@@ -90,19 +97,49 @@ def decode(data: bytes) -> str:
         return data.decode(encoding)
 
 
-def lint_text(text: str, path: str, options: LintOptions,
-              extra_ignores: tuple[str, ...] = ()) -> FileResult:
-    """Lint Python source ``text`` (already decoded). Raises SyntaxError and friends."""
-    tree = parse(text, path)
-    if not worth_analysing(text):
-        return FileResult(path, analyzed=False)
-    lines = text.splitlines()
-    findings, facts, imports = analyze_tree(tree, text, path, options, lines)
+def _filter(findings: list[LintFinding], lines: list[str],
+            extra_ignores: tuple[str, ...]) -> list[LintFinding]:
     findings = apply_noqa(findings, lines)
     if extra_ignores:
         sel = Selection(select=("LT",), ignore=extra_ignores)
         findings = [f for f in findings if sel.wants(f.code, f.doc.name, f.category)]
-    return FileResult(path, findings, [], facts, imports)
+    return findings
+
+
+def lint_text(text: str, path: str, options: LintOptions,
+              extra_ignores: tuple[str, ...] = (), *, tree: ast.Module | None = None,
+              summarise: bool = True, test: bool | None = None,
+              preamble: list[ast.stmt] | None = None) -> FileResult:
+    """Lint Python source ``text`` (already decoded), judged on its own: the first pass.
+    ``preamble``: statements the text runs after (a piece of a big module: its imports).
+    Raises SyntaxError and friends."""
+    if tree is None:
+        tree = parse(text, path)
+    if not worth_analysing(text):
+        if not summarise:
+            return FileResult(path, analyzed=False)
+        # the light pass sees no calls: a module declaring command-line options (an
+        # argparse parser) gets the full one, its defaults count for the program
+        index = ModuleIndex(tree, path, light="add_argument" not in text, text=text,
+                            preamble=preamble)
+        return FileResult(path, analyzed=False, facts=frozenset(index.facts),
+                          summary=summarize(index), imports=_top_imports(index))
+    lines = text.splitlines()
+    ctx = ModuleContext(tree, lines, path, text=text, options=options, test=test,
+                        index=ModuleIndex(tree, path, preamble=preamble))
+    analyze(ctx)
+    summary = ctx.program.summary(ctx.key)
+    answers = recorded_answers(ctx.program)
+    if not ctx.hot_loops and not dataloader_calls(ctx.index):
+        # no hot loop and no loader: the program's device changes no finding here
+        answers = {q: a for q, a in answers.items() if q[0] != "device_origin"}
+    return FileResult(path, _filter(ctx.findings, lines, extra_ignores), [],
+                      frozenset(ctx.facts), _top_imports(ctx.index), summary=summary,
+                      answers=answers, uses=frozenset(ctx.analysis.uses))
+
+
+def _top_imports(index: ModuleIndex) -> frozenset[str]:
+    return frozenset(v.split(".", 1)[0] for v in index.aliases.values())
 
 
 def _lint_notebook(data: bytes, path: str, options: LintOptions,
@@ -128,12 +165,39 @@ def _lint_notebook(data: bytes, path: str, options: LintOptions,
     return result
 
 
-def lint_file(path: str, options: LintOptions, extra_ignores: tuple[str, ...] = ()) -> FileResult:
-    """Lint one file; never raises (problems become diagnostics)."""
+def read_source(path: str) -> bytes:
+    """The bytes of a regular file. A FIFO, a device or a socket named ``*.py`` is never
+    opened (reading it could block forever or never end): NotRegularFile instead."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(path, st.st_mode)
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+class NotRegularFile(OSError):
+    """The path is a FIFO, device or socket, not a file to lint."""
+
+    def __init__(self, path: str, mode: int) -> None:
+        super().__init__(path)
+        self.diagnostic = not_a_file(path, mode)
+
+
+# Results of the first pass by (path, content hash, options): a file linted again in the
+# same process (the fixer's rounds, a library caller, watch mode) is not parsed again.
+_CACHE: dict[tuple[str, str, LintOptions, tuple[str, ...], bool | None], FileResult] = {}
+_CACHE_MAX = 4096
+
+
+def lint_file(path: str, options: LintOptions, extra_ignores: tuple[str, ...] = (),
+              test: bool | None = None) -> FileResult:
+    """The first pass over one file; never raises (problems become diagnostics).
+    ``test``: the file is test code (None: judge from its path)."""
     try:
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_source(path)
+        except NotRegularFile as err:
+            return FileResult(path, diagnostics=[err.diagnostic])
         except OSError as err:
             reason = err.strerror or str(err)
             if err.errno == errno.ELOOP:
@@ -146,28 +210,53 @@ def lint_file(path: str, options: LintOptions, extra_ignores: tuple[str, ...] = 
                 return FileResult(path, diagnostics=[Diagnostic(path, str(err))])
         if not mentions_torch(data):
             return FileResult(path, skipped=True)
-        try:
-            text = decode(data)
-        except (UnicodeError, LookupError) as err:
-            return FileResult(path, diagnostics=[Diagnostic(
-                path, f"cannot decode as UTF-8 or its declared encoding ({err.__class__.__name__})")])
-        try:
-            return lint_text(text, path, options, extra_ignores)
-        except SyntaxError as err:
-            return FileResult(path, diagnostics=[Diagnostic(
-                path, f"syntax error: {err.msg}", line=err.lineno,
-                column=err.offset)])
-        except ValueError as err:  # source with NUL bytes
-            return FileResult(path, diagnostics=[Diagnostic(path, f"cannot parse: {err}")])
-        except (RecursionError, MemoryError) as err:
-            return FileResult(path, diagnostics=[Diagnostic(
-                path, f"too deeply nested or too large to analyse ({err.__class__.__name__})")])
+        sha = hashlib.blake2b(data, digest_size=16).hexdigest()
+        key = (path, sha, options, extra_ignores, test)
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return _copy(cached)
+        result = _lint_bytes(data, path, options, extra_ignores, test)
+        result.sha = sha
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[key] = _copy(result)
+        return result
     except Exception as err:  # a bug in pitstop: report it, keep going
-        tb = traceback.extract_tb(err.__traceback__)
-        where = f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
+        return FileResult(path, diagnostics=[_internal(path, err)])
+
+
+def _copy(result: FileResult) -> FileResult:
+    """A result the caller may change: the link and fix passes filter and extend a run's
+    findings in place, and the cache must keep what the file itself produced (a second
+    run in the same process, `--diff` then `--fix`, saw the first run's leftovers)."""
+    return replace(result, findings=list(result.findings),
+                   diagnostics=list(result.diagnostics), answers=dict(result.answers))
+
+
+def _internal(path: str, err: BaseException) -> Diagnostic:
+    tb = traceback.extract_tb(err.__traceback__)
+    where = f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
+    return Diagnostic(path, f"internal error in pitstop lint ({err.__class__.__name__}: {err} "
+                      f"at {where}); please report it", kind="internal")
+
+
+def _lint_bytes(data: bytes, path: str, options: LintOptions,
+                extra_ignores: tuple[str, ...], test: bool | None) -> FileResult:
+    try:
+        text = decode(data)
+    except (UnicodeError, LookupError) as err:
         return FileResult(path, diagnostics=[Diagnostic(
-            path, f"internal error in pitstop lint ({err.__class__.__name__}: {err} at {where}); "
-            "please report it", kind="internal")])
+            path, f"cannot decode as UTF-8 or its declared encoding ({err.__class__.__name__})")])
+    try:
+        return lint_text(text, path, options, extra_ignores, test=test)
+    except SyntaxError as err:
+        return FileResult(path, diagnostics=[Diagnostic(
+            path, f"syntax error: {err.msg}", line=err.lineno, column=err.offset)])
+    except ValueError as err:  # source with NUL bytes
+        return FileResult(path, diagnostics=[Diagnostic(path, f"cannot parse: {err}")])
+    except (RecursionError, MemoryError) as err:
+        return FileResult(path, diagnostics=[Diagnostic(
+            path, f"too deeply nested or too large to analyse ({err.__class__.__name__})")])
 
 
 @contextlib.contextmanager
@@ -184,18 +273,13 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _lint_chunk(args: tuple[list[tuple[str, tuple[str, ...]]], LintOptions]) -> list[FileResult]:
-    chunk, options = args
-    with _gc_paused():
-        return [lint_file(p, options, ign) for p, ign in chunk]
-
-
 @dataclass
 class RunResult:
     results: list[FileResult] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: int = 0
     parsed: int = 0
+    program: Program | None = None
 
     @property
     def findings(self) -> list[LintFinding]:
@@ -207,143 +291,365 @@ class RunResult:
         return self.diagnostics + [d for r in self.results for d in r.diagnostics]
 
 
-def run_files(files: list[SourceFile], options: LintOptions,
-              ignores_for: Callable[[Path], tuple[str, ...]] = lambda p: (),
-              *, jobs: int | None = None,
-              progress: Callable[[int], None] | None = None) -> list[FileResult]:
-    """Lint ``files`` on all usable cores (in this process when there are few)."""
-    jobs = jobs or cpus_usable()
-    items = [(str(f.path), ignores_for(f.path)) for f in
-             sorted(files, key=lambda f: f.size, reverse=True)]
+def _pool(jobs: int):  # type: ignore[no-untyped-def]
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    try:
+        return multiprocessing.get_context(method).Pool(jobs)
+    except OSError:  # no /dev/shm semaphores (some containers): lint in this process
+        return None
+
+
+def _map(fn: Callable[[Any], list[Any]], items: list[Any], jobs: int,
+         progress: Callable[[int], None] | None) -> list[Any]:
+    """``fn`` over chunks of ``items`` on ``jobs`` processes (in this one when few)."""
     if jobs <= 1 or len(items) < 16:
-        out = []
-        for p, ign in items:
+        out: list[Any] = []
+        for item in items:
             with _gc_paused():
-                out.append(lint_file(p, options, ign))
+                out.extend(fn([item]))
             if progress:
                 progress(1)
         return out
-    # Biggest files first, in small chunks: the pool balances the tail.
+    # Biggest first, in small chunks: the pool balances the tail.
     size = max(1, min(32, len(items) // (jobs * 8)))
-    chunks = [(items[i:i + size], options) for i in range(0, len(items), size)]
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    mp = multiprocessing.get_context(method)
-    results: list[FileResult] = []
-    try:
-        pool = mp.Pool(jobs)
-    except OSError:  # no /dev/shm semaphores (some containers): lint in this process
-        return run_files(files, options, ignores_for, jobs=1, progress=progress)
+    chunks = [items[i:i + size] for i in range(0, len(items), size)]
+    pool = _pool(jobs)
+    if pool is None:
+        return _map(fn, items, 1, progress)
+    results: list[Any] = []
     with pool:
-        for part in pool.imap_unordered(_lint_chunk, chunks):
+        for part in pool.imap_unordered(fn, chunks):
             results.extend(part)
             if progress:
                 progress(len(part))
     return results
 
 
-# ---------------------------------------------------------------------- packages
-def package_root(path: Path, memo: dict[Path, tuple[Path, bool]] | None = None
-                 ) -> tuple[Path, bool]:
-    """The top folder of the package holding ``path`` (and True), or its folder (False).
-    ``memo`` (folder -> answer) saves the path resolution and the ``__init__.py`` look-ups
-    for the other files of a folder already seen (a symlinked file is always resolved:
-    its package is where it points)."""
-    folder = path.parent
-    if memo is not None and path.is_symlink():
-        memo = None
-    if memo is not None and folder in memo:
-        return memo[folder]
-    d = path.resolve().parent
-    if not (d / "__init__.py").exists():
-        answer = (d, False)
-    else:
-        while (d.parent / "__init__.py").exists() and d.parent != d:
-            d = d.parent
-        answer = (d, True)
-    if memo is not None:
-        memo[folder] = answer
-    return answer
+Item = tuple[str, LintOptions, tuple[str, ...], bool]  # path, options, ignores, test code
+# A piece of a big module: path, options, ignores, test, the piece, the end of the next
+# piece, the module's import statements
+Piece = tuple[str, LintOptions, tuple[str, ...], bool, Chunk, int, str]
 
 
-def sibling_facts(root: Path, recursive: bool, linted: set[Path],
-                  only: frozenset[str] | None = None) -> set[str]:
-    """Facts of the package's files that are not linted (``only``: these module names)."""
-    facts: set[str] = set()
-    it: Iterable[Path] = root.rglob("*.py") if recursive else root.glob("*.py")
-    if only is not None:
-        it = (root / f"{name}.py" for name in sorted(only) if (root / f"{name}.py").is_file())
-    for n, p in enumerate(it):
-        if n >= MAX_SIBLINGS:
-            break
-        try:
-            rp = p.resolve()
-            if rp in linted or p.stat().st_size > MAX_SIBLING_BYTES:
+def _first_pass_chunk(chunk: list[Item | Piece]) -> list[FileResult]:
+    with _gc_paused():
+        return [lint_file(*item) if len(item) == 4 else lint_piece(*item)
+                for item in chunk]
+
+
+def lint_piece(path: str, options: LintOptions, extra_ignores: tuple[str, ...], test: bool,
+               piece: Chunk, next_end: int, header: str) -> FileResult:
+    """The first pass over one piece of a big module (see :mod:`pitstop.lint.chunks`). A
+    piece that does not parse on its own (cut inside a multi-line string the splitter did
+    not see) is tried again together with the next piece."""
+    try:
+        preamble = parse(header, path).body if header else []
+    except (SyntaxError, ValueError):
+        preamble = []
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(piece.start)
+            data = fh.read(max(piece.end, next_end) - piece.start)
+        for end in dict.fromkeys((piece.end, next_end)):
+            text = "\n" * (piece.first_line - 1) + decode(data[: end - piece.start])
+            try:
+                tree = parse(text, path)
+            except SyntaxError as err:
+                if end == max(piece.end, next_end):
+                    return FileResult(path, diagnostics=[Diagnostic(
+                        path, f"syntax error: {err.msg}", line=err.lineno, column=err.offset)])
                 continue
-            data = rp.read_bytes()
-        except OSError:
+            return lint_text(text, path, options, extra_ignores, tree=tree, test=test,
+                             preamble=preamble)
+    except (OSError, UnicodeError, LookupError, ValueError, RecursionError, MemoryError) as err:
+        return FileResult(path, diagnostics=[Diagnostic(path, f"cannot read: {err}")])
+    except Exception as err:
+        return FileResult(path, diagnostics=[_internal(path, err)])
+    return FileResult(path)
+
+
+def _items(f: SourceFile, ign: tuple[str, ...], options: LintOptions) -> list[Item | Piece]:
+    path = str(f.path)
+    whole: list[Item | Piece] = [(path, options, ign, f.is_test)]
+    if f.size <= CHUNK_BYTES or not path.endswith(".py"):
+        return whole
+    try:
+        data = read_source(path)
+    except OSError:
+        return whole
+    if not mentions_torch(data):
+        return whole
+    pieces = chunks.split(data, CHUNK_BYTES)
+    header = chunks.import_header(data)
+    return [(path, options, ign, f.is_test, p,
+             pieces[i + 1].end if i + 1 < len(pieces) else p.end, header)
+            for i, p in enumerate(pieces)]
+
+
+def run_files(files: list[SourceFile], options: LintOptions,
+              ignores_for: Callable[[Path], tuple[str, ...]] = lambda p: (),
+              *, jobs: int | None = None,
+              progress: Callable[[int], None] | None = None) -> list[FileResult]:
+    """The first pass over ``files`` on all usable cores (big modules in pieces)."""
+    jobs = jobs or cpus_usable()
+    items: list[Item | Piece] = []
+    for f in sorted(files, key=lambda f: f.size, reverse=True):
+        items.extend(_items(f, ignores_for(f.path), options))
+    results = _map(_first_pass_chunk, items, jobs, progress if len(items) == len(files) else None)
+    if len(items) == len(files):
+        return results
+    merged: dict[str, list[FileResult]] = {}
+    for r in results:
+        merged.setdefault(r.path, []).append(r)
+    out = []
+    for path, parts in merged.items():
+        out.append(parts[0] if len(parts) == 1 else chunks.merge(path, parts))
+    if progress:
+        progress(len(out))
+    return out
+
+
+# ---------------------------------------------------------------------- the program
+MAX_CONTEXT_MODULES = 300
+
+
+def context_summaries(results: list[FileResult], linted: set[str],
+                      program: Program) -> list[ModuleSummary]:
+    """Summaries of the local modules the linted files import but that are not linted
+    (`train.py` alone, importing `data.py` beside it): the program needs them, their
+    findings are not reported."""
+    out: list[ModuleSummary] = []
+    todo = [r.summary for r in results if r.summary is not None]
+    seen = set(linted)
+    while todo and len(out) < MAX_CONTEXT_MODULES:
+        s = todo.pop()
+        key = program.key(s.path)
+        for imp in s.imports:
+            cands: list[str] = []
+            if imp.module or imp.level:
+                cands.extend(program.module_candidates(key, imp.module, imp.level))
+            if imp.name:
+                cands.extend(program.module_candidates(
+                    key, f"{imp.module}.{imp.name}" if imp.module else imp.name, imp.level))
+            for cand in cands:
+                if cand in seen:
+                    break
+                if not os.path.isfile(cand):
+                    continue
+                seen.add(cand)
+                summary = _summarise_file(cand)
+                if summary is not None:
+                    out.append(summary)
+                    todo.append(summary)
+                break
+    return out
+
+
+def _summarise_file(path: str) -> ModuleSummary | None:
+    try:
+        data = read_source(path)
+        if len(data) > MAX_CONTEXT_BYTES or not mentions_torch(data):
+            return None
+        tree = parse(decode(data), path)
+    except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError,
+            MemoryError):
+        return None
+    return summarize(ModuleIndex(tree, path))
+
+
+_PROGRAM: Program | None = None
+_LINTED: frozenset[str] = frozenset()
+_TESTS: frozenset[str] = frozenset()
+_TREES: dict[str, tuple[ast.Module, str] | None] = {}
+
+
+def _load_module(key: str) -> tuple[ast.Module, str] | None:
+    """A module of the program, parsed (once per process), for calls followed into it."""
+    if key in _TREES:
+        return _TREES[key]
+    found: tuple[ast.Module, str] | None = None
+    try:
+        text = decode(read_source(key))
+        found = (parse(text, key), text)
+    except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError,
+            MemoryError):
+        found = None
+    if len(_TREES) > 64:
+        _TREES.clear()
+    _TREES[key] = found
+    return found
+
+
+def relint_file(path: str, options: LintOptions, extra_ignores: tuple[str, ...],
+                program: Program, linted: frozenset[str], tests: frozenset[str]) -> FileResult:
+    """The third pass over one file: analysed against the whole program. Its findings may
+    lie in other linted files (a per-batch helper of another module)."""
+    try:
+        text = decode(read_source(path))
+        return relint_text(text, path, options, extra_ignores, program, linted, tests)
+    except Exception as err:
+        return FileResult(path, diagnostics=[_internal(path, err)])
+
+
+def relint_text(text: str, path: str, options: LintOptions, extra_ignores: tuple[str, ...],
+                program: Program, linted: frozenset[str],
+                tests: frozenset[str] | None = None) -> FileResult:
+    """Lint ``text`` as module ``path`` of ``program``. Raises SyntaxError.
+    ``linted``: the keys of the modules whose findings are reported; ``tests``: of those
+    that are test code."""
+    tree = parse(text, path)
+    lines = text.splitlines()
+    analysis = Analysis(program, options, load=_load_module,
+                        reportable=lambda key: key in linted, tests=tests)
+    ctx = ModuleContext(tree, lines, path, text=text, analysis=analysis)
+    analyze(ctx)
+    own = [f for f in analysis.findings if f.path == path]
+    others = []
+    for f in analysis.findings:
+        if f.path == path:
             continue
-        for name, pattern in FACT_PATTERNS.items():
-            if name not in facts and pattern.search(data):
-                facts.add(name)
-    return facts
+        octx = analysis.contexts.get(program.key(f.path))
+        if octx is not None and apply_noqa([f], octx.lines) and not _ignored(
+                f, options.ignored_for(f.path)):
+            others.append(f)
+    return FileResult(path, _filter(own, lines, extra_ignores) + others, [],
+                      frozenset(ctx.facts), _top_imports(ctx.index),
+                      summary=program.summary(ctx.key), uses=frozenset(analysis.uses))
+
+
+def _ignored(f: LintFinding, codes: tuple[str, ...]) -> bool:
+    return bool(codes) and not Selection(select=("LT",), ignore=codes).wants(
+        f.code, f.doc.name, f.category)
+
+
+def _relint_chunk(chunk: list[Item]) -> list[FileResult]:
+    assert _PROGRAM is not None
+    with _gc_paused():
+        return [relint_file(p, o, ign, _PROGRAM, _LINTED, _TESTS) for p, o, ign, _t in chunk]
+
+
+def link(results: list[FileResult], options: LintOptions,
+         roots: list[str] | None = None) -> Program:
+    """The second pass: the program of the linted files and the modules they import."""
+    summaries = [r.summary for r in results if r.summary is not None]
+    base = Program(summaries, roots=roots or [], device=options.device)
+    linted = {base.key(r.path) for r in results}
+    extra = context_summaries(results, linted, base)
+    if not extra:
+        return base
+    return Program(summaries + extra, roots=roots or [], device=options.device)
+
+
+def second_look(results: list[FileResult], program: Program, options: LintOptions,
+                ignores_for: Callable[[Path], tuple[str, ...]], jobs: int,
+                tests: frozenset[str] = frozenset()) -> None:
+    """The third pass: analyse again, against the whole program, the files for which it
+    answers some question differently; their findings replace the first pass's."""
+    global _PROGRAM, _LINTED, _TESTS
+    # (test code left out of the loop rules has nothing a second look could change)
+    todo = [r for r in results if r.answers and (options.include_tests or program.key(
+        r.path) not in tests) and answers_differ(program, r.answers)]
+    if not todo:
+        return
+    by_path = {r.path: r for r in results}
+    linted = frozenset(program.key(r.path) for r in results if not r.skipped)
+    _PROGRAM, _LINTED, _TESTS = program, linted, tests
+    _TREES.clear()
+    try:
+        items: list[Item] = [(r.path, options, ignores_for(Path(r.path)), False) for r in todo]
+        again = _map(_relint_chunk, items, jobs, None)
+    finally:
+        _PROGRAM, _LINTED, _TESTS = None, frozenset(), frozenset()
+    for r in again:  # own findings first: another file's second look may add to them
+        old = by_path[r.path]
+        if r.diagnostics:
+            old.diagnostics.extend(r.diagnostics)
+            continue
+        old.findings = [f for f in r.findings if f.path == r.path]
+        old.uses = r.uses
+    for r in again:
+        for f in r.findings:
+            if f.path != r.path and f.path in by_path:
+                by_path[f.path].findings.append(f)
+    for r in results:  # one finding per place, however many files led to it
+        seen: set[tuple[str, int, int]] = set()
+        kept = []
+        for f in r.findings:
+            k = (f.code, f.line, f.column)
+            if k not in seen:
+                seen.add(k)
+                kept.append(f)
+        r.findings = kept
 
 
 def condition_holds(condition: str, facts: set[str] | frozenset[str]) -> bool:
-    for token in condition.split():
-        if token.startswith("+") and token[1:] not in facts:
+    """A program-level finding's condition: ``+fact`` must hold, ``-fact`` must not; a
+    token's alternatives are separated by a tab (any one will do); clauses separated by
+    `` || `` are alternatives (any clause that holds will do)."""
+    return any(_clause_holds(c, facts) for c in condition.split(ANY))
+
+
+def _clause_holds(clause: str, facts: set[str] | frozenset[str]) -> bool:
+    for token in clause.split(" "):
+        if not token:
+            continue
+        sign, alts = token[0], token[1:].split(OR)
+        present = any(a in facts for a in alts)
+        if sign == "+" and not present:
             return False
-        if token.startswith("-") and token[1:] in facts:
+        if sign == "-" and present:
             return False
     return True
 
 
-def resolve_program_findings(results: list[FileResult]) -> dict[Path, set[str]]:
-    """Keep a program-level finding only if its package's facts allow it; returns the
-    facts of every package seen (the fixer re-checks with them)."""
-    by_root: dict[Path, tuple[bool, list[FileResult]]] = {}
-    memo: dict[Path, tuple[Path, bool]] = {}
+def program_facts(program: Program, key: str, uses: set[str] | frozenset[str],
+                  own: frozenset[str] = frozenset()) -> set[str]:
+    """The facts a program-level finding of module ``key`` is judged by: the program's
+    (every module that runs with it), what the loops of the run do with loaders, and
+    whether some module of the program trains or moves batches to the GPU."""
+    facts = program.facts(key) | set(own) | set(uses)
+    members = program.program_of(key) if key in program.modules else {key}
+    for prefix, name in ((USE_GPU_ANY, "loader_gpu_any"), (USE_TRAIN, "train_program")):
+        if any(prefix + m in uses for m in members):
+            facts.add(name)
+    return facts
+
+
+def resolve_program_findings(results: list[FileResult], program: Program | None = None
+                             ) -> dict[str, set[str]]:
+    """Keep a program-level finding only if the facts of its program allow it; returns
+    the facts used per module (the fixer re-checks with them)."""
+    if program is None:
+        program = Program([r.summary for r in results if r.summary is not None])
+    uses: set[str] = set()
     for r in results:
-        root, is_pkg = package_root(Path(r.path), memo)
-        by_root.setdefault(root, (is_pkg, []))[1].append(r)
-    facts_by_root: dict[Path, set[str]] = {}
-    for root, (is_pkg, members) in by_root.items():
-        needs = any(f.condition for r in members for f in r.findings)
-        if is_pkg:
-            # A package is one program: a flag set in utils.py counts for train.py.
-            facts: set[str] = set()
-            for r in members:
-                facts |= r.facts
-            if needs:
-                analyzed = {Path(r.path).resolve() for r in members if r.analyzed and not r.skipped}
-                facts |= sibling_facts(root, True, analyzed)
-            facts_by_root[root] = facts
-            for r in members:
-                r.findings = [f for f in r.findings
-                              if not f.condition or condition_holds(f.condition, facts)]
+        uses |= r.uses
+    facts_by_key: dict[str, set[str]] = {}
+    for r in results:
+        if not any(f.condition for f in r.findings):
             continue
-        # A plain folder of scripts: each script with the sibling modules it imports.
-        by_stem = {Path(r.path).stem: r for r in members}
-        for r in members:
-            if not any(f.condition for f in r.findings):
-                continue
-            facts = set(r.facts)
-            linted_imports = {m for m in r.imports if m in by_stem}
-            for m in linted_imports:
-                facts |= by_stem[m].facts
-            facts |= sibling_facts(root, False, set(), frozenset(r.imports - linted_imports))
-            r.findings = [f for f in r.findings
-                          if not f.condition or condition_holds(f.condition, facts)]
-    return facts_by_root
+        key = program.key(r.path)
+        facts = program_facts(program, key, uses, r.facts)
+        facts_by_key[key] = facts
+        r.findings = [f for f in r.findings
+                      if not f.condition or condition_holds(f.condition, facts)]
+    return facts_by_key
 
 
 def lint_paths_files(files: list[SourceFile], options: LintOptions,
                      ignores_for: Callable[[Path], tuple[str, ...]] = lambda p: (),
                      *, jobs: int | None = None,
-                     progress: Callable[[int], None] | None = None) -> RunResult:
+                     progress: Callable[[int], None] | None = None,
+                     roots: list[str] | None = None) -> RunResult:
+    jobs = jobs or cpus_usable()
     results = run_files(files, options, ignores_for, jobs=jobs, progress=progress)
-    resolve_program_findings(results)
+    program = link(results, options, roots)
+    tests = frozenset(program.key(str(f.path)) for f in files if f.is_test)
+    second_look(results, program, options, ignores_for, jobs, tests)
+    resolve_program_findings(results, program)
     run = RunResult(results=sorted(results, key=lambda r: r.path), files=len(files))
     run.parsed = sum(1 for r in results if not r.skipped)
+    run.program = program
     return run
 
 

@@ -3,6 +3,7 @@ file as an editor does (:func:`pitstop.fileio.atomic_write_bytes`)."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,12 +14,14 @@ from pitstop.lint.engine import (
     condition_holds,
     decode,
     lint_text,
-    package_root,
-    resolve_program_findings,
-    sibling_facts,
+    program_facts,
+    relint_text,
 )
 from pitstop.lint.fixes import FixError, apply_edits
-from pitstop.lint.model import SAFE, Diagnostic, LintFinding
+from pitstop.lint.index import ModuleIndex
+from pitstop.lint.model import SAFE, Diagnostic, FileResult, LintFinding
+from pitstop.lint.program import Program
+from pitstop.lint.summary import summarize
 
 MAX_ROUNDS = 5
 
@@ -32,7 +35,11 @@ def fix_results(run: RunResult, options: LintOptions,
                 write: bool) -> list[tuple[str, str, str, int]]:
     """Fix every file of ``run`` that has fixable findings. Returns (path, old text, new
     text, findings fixed) per changed file; the run's findings become what is left."""
-    facts_by_root = resolve_program_findings([])  # empty: recomputed below per file
+    program = run.program or Program([r.summary for r in run.results if r.summary is not None])
+    linted = frozenset(program.key(r.path) for r in run.results if not r.skipped)
+    uses: set[str] = set()
+    for r in run.results:
+        uses |= r.uses
     changed: list[tuple[str, str, str, int]] = []
     for result in run.results:
         if result.path.endswith(".ipynb") or not any(_allowed(f, unsafe) for f in result.findings):
@@ -44,23 +51,23 @@ def fix_results(run: RunResult, options: LintOptions,
         except (OSError, UnicodeError) as err:
             result.diagnostics.append(Diagnostic(result.path, f"cannot fix: {err}"))
             continue
-        root, is_pkg = package_root(path)
-        facts = facts_by_root.get(root) if is_pkg else None
-        if facts is None:
-            facts = set(result.facts)
-            linted: set[Path] = set()
-            for other in run.results:
-                if package_root(Path(other.path))[0] == root and (
-                        is_pkg or Path(other.path).stem in result.imports):
-                    facts |= other.facts
-                    linted.add(Path(other.path).resolve())
-            if is_pkg:
-                facts |= sibling_facts(root, True, linted)
+        in_program = program.key(result.path) in program.modules
+        others = uses - result.uses  # what the other files' loops do
+
+        def relint(text: str, result: FileResult = result, path: Path = path,
+                   in_program: bool = in_program, others: set[str] = others
+                   ) -> list[LintFinding]:
+            now = program
+            if in_program:  # against the program, with this module as it now reads
+                now = program.replaced(summarize(ModuleIndex(ast.parse(text), result.path)))
+                again = relint_text(text, result.path, options, ignores_for(path), now, linted)
             else:
-                facts |= sibling_facts(root, False, set(), frozenset(
-                    result.imports - {p.stem for p in linted}))
-            if is_pkg:
-                facts_by_root[root] = facts
+                again = lint_text(text, result.path, options, ignores_for(path))
+            # a fix may move lines (an inserted statement): judge by the new text's facts
+            facts = program_facts(now, now.key(result.path), others | again.uses, again.facts)
+            return [f for f in again.findings if f.path == result.path and (
+                not f.condition or condition_holds(f.condition, facts))]
+
         text = old
         findings = result.findings
         fixed = 0
@@ -74,9 +81,7 @@ def fix_results(run: RunResult, options: LintOptions,
                     break
                 text = new
                 fixed += len(todo)
-                again = lint_text(text, result.path, options, ignores_for(path))
-                findings = [f for f in again.findings
-                            if not f.condition or condition_holds(f.condition, facts)]
+                findings = relint(text)
         except (FixError, SyntaxError, ValueError) as err:
             result.diagnostics.append(Diagnostic(
                 result.path, f"fix not applied ({err}); this is a bug in pitstop, please report it",

@@ -61,8 +61,11 @@ def _append_arg(args: Sequence[cst.Arg], new: cst.Arg) -> list[cst.Arg]:
             out[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep_ws))
             out.append(new.with_changes(comma=last.comma))
     else:
-        out[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep_ws))
-        out.append(new)
+        # No trailing comma: whatever followed the old last argument (a newline and the
+        # indentation of the closing parenthesis) now follows the new one.
+        out[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep_ws),
+                                    whitespace_after_arg=cst.SimpleWhitespace(""))
+        out.append(new.with_changes(whitespace_after_arg=last.whitespace_after_arg))
     return out
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
 
 from pitstop import __version__
 from pitstop.findings import Severity, get_doc
@@ -24,13 +25,22 @@ def location_text(f: LintFinding) -> str:
 
 def render_text(findings: Sequence[LintFinding], *, color: bool = False,
                 show_source: bool = True) -> str:
+    out = io.StringIO()
+    write_text(findings, out, color=color, show_source=show_source)
+    return out.getvalue()
+
+
+def write_text(findings: Iterable[LintFinding], stream: TextIO, *, color: bool = False,
+               show_source: bool = True) -> None:
+    """The text format, written finding by finding (a run with a hundred thousand
+    findings never holds its whole output in memory)."""
     import click
 
     def style(s: str, **kw: Any) -> str:
         return click.style(s, **kw) if color else s
 
-    out: list[str] = []
     for f in findings:
+        out: list[str] = []
         mark = " [*]" if f.fix is not None else ""
         out.append(f"{style(location_text(f), bold=True)}: "
                    f"{style(f.code, fg='red', bold=True)}{mark} {f.message}")
@@ -44,7 +54,7 @@ def render_text(findings: Sequence[LintFinding], *, color: bool = False,
                 width = max(1, f.end_column - f.column)
             width = min(width, max(1, len(src.strip()) - start))
             out.append("    " + " " * start + style("^" * width, fg="red"))
-    return "\n".join(out) + ("\n" if out else "")
+        stream.write("\n".join(out) + "\n")
 
 
 def summary_text(findings: Sequence[LintFinding], files: int, *, unsafe: bool,
@@ -67,8 +77,40 @@ def summary_text(findings: Sequence[LintFinding], files: int, *, unsafe: bool,
     return " ".join(parts) + "\n"
 
 
-def render_json(findings: Sequence[LintFinding]) -> str:
-    return json.dumps([f.to_dict() for f in findings], indent=2) + "\n"
+def render_json(findings: Sequence[LintFinding], diagnostics: Sequence[Diagnostic] = ()) -> str:
+    out = io.StringIO()
+    write_json(findings, diagnostics, out)
+    return out.getvalue()
+
+
+def write_json(findings: Iterable[LintFinding], diagnostics: Iterable[Diagnostic],
+               stream: TextIO) -> None:
+    """The findings, then every file that could not be (fully) checked, as entries with
+    ``"code": null`` (as ruff reports syntax errors): a syntax error is in the JSON too,
+    not only on stderr. Written entry by entry."""
+    first = True
+
+    def put(item: dict[str, Any]) -> None:
+        nonlocal first
+        text = json.dumps(item, indent=2)
+        stream.write(("[\n" if first else ",\n") + "  " + text.replace("\n", "\n  "))
+        first = False
+
+    for f in findings:
+        put(f.to_dict())
+    for d in diagnostics:
+        put({
+            "path": d.path, "line": d.line, "column": d.column, "end_line": None,
+            "end_column": None, "code": None, "name": DIAGNOSTIC_NAMES.get(d.kind, d.kind),
+            "category": "diagnostic", "severity": "error" if d.kind in {"error", "input",
+                                                                        "internal"} else d.kind,
+            "message": d.message, "fix": None, "kind": d.kind,
+        })
+    stream.write("[]\n" if first else "\n]\n")
+
+
+DIAGNOSTIC_NAMES = {"error": "not-checked", "input": "bad-input", "internal": "internal-error",
+                    "warning": "skipped", "note": "note"}
 
 
 def _esc_data(s: str) -> str:
@@ -94,7 +136,8 @@ def render_github(findings: Sequence[LintFinding], diagnostics: Sequence[Diagnos
         out.append(f"::{GITHUB_LEVEL[f.severity]} {','.join(props)}::{_esc_data(where + f.message)}")
     for d in diagnostics:
         where = f",line={d.line}" if d.line else ""
-        out.append(f"::error file={_esc_prop(d.path)}{where},title=pitstop lint::"
+        level = "warning" if d.kind == "warning" else "error"
+        out.append(f"::{level} file={_esc_prop(d.path)}{where},title=pitstop lint::"
                    f"{_esc_data(d.message)}")
     return "\n".join(out) + ("\n" if out else "")
 
@@ -143,7 +186,7 @@ def render_sarif(findings: Sequence[LintFinding], diagnostics: Sequence[Diagnost
             "properties": props,
         })
     notifications = [{
-        "level": "error" if d.kind != "note" else "note",
+        "level": {"note": "note", "warning": "warning"}.get(d.kind, "error"),
         "message": {"text": d.message},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": d.path}}}],
     } for d in diagnostics]
@@ -159,7 +202,8 @@ def render_sarif(findings: Sequence[LintFinding], diagnostics: Sequence[Diagnost
                 "rules": rules,
             }},
             "invocations": [{
-                "executionSuccessful": not any(d.kind != "note" for d in diagnostics),
+                "executionSuccessful": not any(d.kind not in {"note", "warning"}
+                                               for d in diagnostics),
                 "toolExecutionNotifications": notifications,
             }],
             "results": results,

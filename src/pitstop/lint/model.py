@@ -144,8 +144,10 @@ class Diagnostic:
     """A file the linter could not (fully) check, and why. ``kind`` is ``error`` for a
     file it found but could not check (unreadable, not Python, a syntax error: exit
     status 1, as in ruff), ``input`` for a path named on the command line that cannot be
-    used (missing, inaccessible: exit status 2), ``note`` for something skipped on
-    purpose (a symlink loop), ``internal`` for a bug in pitstop itself (exit status 70)."""
+    used (missing, inaccessible: exit status 2), ``warning`` for a path skipped because
+    it is not a file to lint (a FIFO or device named ``*.py``: never opened), ``note`` for
+    something skipped on purpose (a symlink loop), ``internal`` for a bug in pitstop
+    itself (exit status 70)."""
 
     path: str
     message: str
@@ -178,3 +180,7 @@ class FileResult:
     imports: frozenset[str] = frozenset()  # top-level module names it imports
     skipped: bool = False  # no torch-related text: not parsed at all
     analyzed: bool = True  # False: parsed (syntax checked) but no rule could fire
+    summary: Any = None  # its ModuleSummary, for the program (None: not parsed)
+    answers: dict[Any, Any] = field(default_factory=dict)  # questions asked of the program
+    uses: frozenset[str] = frozenset()  # what its loops do with loaders (program facts)
+    sha: str = ""  # content hash

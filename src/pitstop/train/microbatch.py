@@ -71,7 +71,8 @@ def agree_on_oom(oom: bool, micro: int, group: Any, device: torch.device) -> tup
     """
     flags = torch.tensor([1.0 if oom else 0.0, -float(micro)], device=device)
     dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=group)
-    any_oom, neg_micro = flags.tolist()
+    # One read per step on purpose: every rank must know before the next attempt.
+    any_oom, neg_micro = flags.tolist()  # noqa: LT001
     return any_oom > 0, int(-neg_micro)
 
 

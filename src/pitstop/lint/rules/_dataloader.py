@@ -1,40 +1,106 @@
-"""What the DataLoader rules share: finding DataLoader calls, reading their arguments,
-deciding whether a loader is iterated for several epochs."""
+"""What the DataLoader rules share: the loader calls of a module, the values of their
+arguments on every path (through ``**kwargs``, argparse defaults, factories), and
+whether a loader is iterated for several epochs (here, or wherever in the program its
+batches are consumed)."""
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
-from pitstop.lint.astutil import (
-    LOADER_WRAPPERS,
-    arg_or_kw,
-    callee_tail,
-    dotted,
-    iter_shallow,
-    qualname,
-    unwrap_iterable,
+from pitstop.lint.astutil import LOADER_WRAPPERS, callee_tail, dotted, iter_shallow, unwrap_iterable
+from pitstop.lint.context import USE_EPOCHS, ModuleContext
+from pitstop.lint.index import FuncDef
+from pitstop.lint.loaders import (
+    ABSENT,
+    UNRESOLVED,
+    KwargsResolver,
+    Value,
+    dataset_arg,
+    in_memory_dataset,
+    loader_arg,
 )
-from pitstop.lint.context import LOOPS, ModuleContext
+from pitstop.lint.loaders import dataloader_calls as _calls
+from pitstop.lint.loops import NOT_BATCHES
+from pitstop.lint.settings import UNKNOWN, options_owner
 
-
-def is_dataloader(ctx: ModuleContext, call: ast.Call) -> bool:
-    if callee_tail(call) != "DataLoader" or "DataLoader" in ctx.classes:
-        return False
-    qn = qualname(call.func, ctx.aliases) or ""
-    return qn == "DataLoader" or ("torch" in qn and qn.endswith(".DataLoader"))
+ZERO = "zero"
+POSITIVE = "positive"
+UNKNOWN_STATE = "unknown"
 
 
 def dataloader_calls(ctx: ModuleContext) -> list[ast.Call]:
-    cached = getattr(ctx, "_dataloaders", None)
-    if cached is None:
-        cached = [c for c in ctx.calls if is_dataloader(ctx, c)]
-        ctx._dataloaders = cached  # type: ignore[attr-defined]
-    return cached
+    return _calls(ctx.index)
 
 
-def pins_memory(call: ast.Call) -> bool:
-    pm = arg_or_kw(call, 7, "pin_memory")
-    return isinstance(pm, ast.Constant) and pm.value is True
+def arg_values(ctx: ModuleContext, call: ast.Call, name: str) -> list[Value]:
+    """Every value of a DataLoader argument, one per path (see :func:`loader_arg`)."""
+    resolver = getattr(ctx, "_kwargs_resolver", None)
+    if resolver is None:
+        resolver = KwargsResolver(ctx.index)
+        ctx._kwargs_resolver = resolver  # type: ignore[attr-defined]
+    return loader_arg(ctx.index, call, name, gpu=ctx.gpu_program, resolver=resolver)
+
+
+@dataclass(frozen=True)
+class Judged:
+    state: str  # ZERO / POSITIVE / UNKNOWN_STATE (or, for flags, "true"/"false"/...)
+    why: str  # how the value was found, for the message
+    where: str = ""  # file:line of a default that decided it
+
+
+def number_state(ctx: ModuleContext, v: Value, scope: FuncDef | None) -> Judged:
+    """num_workers on one path: 0, above 0, or unknown -- with how it was found."""
+    if v == ABSENT:
+        return Judged(ZERO, "absent")
+    if isinstance(v, str):
+        return Judged(UNKNOWN_STATE, "unresolved")
+    if isinstance(v, ast.Constant):
+        if isinstance(v.value, int) and not isinstance(v.value, bool):
+            return Judged(ZERO if v.value == 0 else POSITIVE, f"{v.value}")
+        return Judged(UNKNOWN_STATE, "literal")
+    if isinstance(v, ast.Attribute) and options_owner(v.value):
+        st = ctx.program.setting(v.attr)
+        if st is not None and isinstance(st.default, int) and not isinstance(st.default, bool):
+            return Judged(ZERO if st.default == 0 else POSITIVE,
+                          f"`{ast.unparse(v)}`, whose default is {st.default}", st.where)
+        return Judged(UNKNOWN_STATE, "option")
+    if isinstance(v, ast.Name):
+        assigns = ctx.index.scoped_assigns.get((scope, v.id)) or \
+            ctx.index.scoped_assigns.get((None, v.id))
+        if assigns and len(assigns) == 1 and isinstance(assigns[0].value, ast.Constant):
+            inner = number_state(ctx, assigns[0].value, scope)
+            return Judged(inner.state, f"`{v.id}` = {inner.why}")
+        return Judged(UNKNOWN_STATE, "name")
+    if isinstance(v, ast.IfExp):
+        from pitstop.lint.loaders import _test_tag
+
+        a, b = number_state(ctx, v.body, scope), number_state(ctx, v.orelse, scope)
+        tag = _test_tag(v.test)
+        if tag is not None:
+            chosen = a if (tag == "gpu") == ctx.gpu_program else b
+            return chosen
+        return a if a.state == b.state else Judged(UNKNOWN_STATE, "conditional")
+    return Judged(UNKNOWN_STATE, "expression")
+
+
+def flag_state(ctx: ModuleContext, v: Value) -> str:
+    """pin_memory / persistent_workers on one path: "true", "false" (incl. absent) or
+    "unknown"."""
+    if v == ABSENT:
+        return "false"
+    if v == UNRESOLVED or isinstance(v, str):
+        return "unknown"
+    if isinstance(v, ast.Constant):
+        return "true" if v.value is True else ("false" if v.value in (False, None, 0) else "unknown")
+    if isinstance(v, ast.Attribute) and options_owner(v.value):
+        st = ctx.program.setting(v.attr)
+        if st is not None and st.default is not UNKNOWN:
+            return "true" if st.default else "false"
+        return "unknown"
+    if isinstance(v, ast.Call) and callee_tail(v) == "is_available":
+        return "true" if ctx.gpu_program else "false"
+    return "unknown"
 
 
 def suggested_workers(cpus: int, local_world_size: int) -> int:
@@ -46,33 +112,106 @@ def call_position(ctx: ModuleContext, call: ast.Call) -> tuple[int, int]:
     return call.func.lineno, ctx.char_column(call.func.lineno, call.func.col_offset)
 
 
+def cheap_items(ctx: ModuleContext, call: ast.Call, plain: bool = False) -> bool:
+    """The loader's data costs nothing to load: a TensorDataset (already tensors in
+    memory) or a Dataset whose __getitem__ calls nothing (``plain``: nor indexes
+    anything: prompt strings, indices)."""
+    if in_memory_dataset(ctx.index, call):
+        return True
+    ds = dataset_arg(call)
+    if ds is None:
+        return False
+    d = ctx.describer.describe(ds, ctx.index.owner.get(call))
+    return ctx.program.trivial_items(ctx.key, d, plain)
+
+
+def pins_memory(call: ast.Call) -> bool:
+    from pitstop.lint.astutil import arg_or_kw
+
+    pm = arg_or_kw(call, 7, "pin_memory")
+    return isinstance(pm, ast.Constant) and pm.value is True
+
+
+def loader_pins(ctx: ModuleContext, call: ast.Call) -> bool:
+    """Does this loader pin memory on every path the program runs?"""
+    states = {flag_state(ctx, v) for v in arg_values(ctx, call, "pin_memory")}
+    return states == {"true"}
+
+
+# ---------------------------------------------------------------------- epochs
 def _loader_name(ctx: ModuleContext, call: ast.Call) -> str | None:
-    parent = ctx.parents.get(call)
-    if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+    parent = ctx.index.assign_of.get(call)
+    if parent is not None and len(parent.targets) == 1:
         return dotted(parent.targets[0])
     return None
 
 
-def _mentions(node: ast.AST, name: str) -> bool:
-    return any(dotted(n) == name for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
+def _uses_by_name(ctx: ModuleContext) -> tuple[dict[tuple[object, str], list[ast.AST]],
+                                               dict[tuple[object, str], list[ast.Call]]]:
+    """(scope, name) -> loops iterating that name / calls passing it (built once)."""
+    cached = getattr(ctx, "_loader_uses", None)
+    if cached is not None:
+        return cached
+    loops: dict[tuple[object, str], list[ast.AST]] = {}
+    passes: dict[tuple[object, str], list[ast.Call]] = {}
+    index = ctx.index
+    for loop in index.loops:
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            owner = index.owner.get(loop)
+            for i in unwrap_iterable(loop.iter):
+                n = dotted(i)
+                if n:
+                    loops.setdefault((owner, n), []).append(loop)
+                    loops.setdefault(("*", n), []).append(loop)
+    for c in index.calls:
+        if callee_tail(c) in LOADER_WRAPPERS or callee_tail(c) in NOT_BATCHES:
+            continue  # `len(loader)` reads no batch
+        owner = index.owner.get(c)
+        for a in c.args:
+            n = dotted(a)
+            if n:
+                passes.setdefault((owner, n), []).append(c)
+                passes.setdefault(("*", n), []).append(c)
+    ctx._loader_uses = (loops, passes)  # type: ignore[attr-defined]
+    return loops, passes
+
+
+def _only_single_loops(ctx: ModuleContext, call: ast.Call) -> bool:
+    """Is every loop around ``call`` (in its function) one that runs once?"""
+    loops = [a for a in ctx.index.ancestors(call) if isinstance(a, (ast.For, ast.AsyncFor,
+                                                                    ast.While))]
+    return bool(loops) and all(ctx.loops.runs_once(lp) for lp in loops)
 
 
 def _called_in_loop(ctx: ModuleContext, fn: ast.AST | None) -> bool:
     name = getattr(fn, "name", None)
-    return name is not None and any(
-        (dotted(c.func) or "").rsplit(".", 1)[-1] == name and ctx.enclosing(c, LOOPS) is not None
-        for c in ctx.calls)
+    if name is None:
+        return False
+    method = fn in ctx.index.class_of
+    for c in ctx.index.calls_by_tail.get(name, ()):
+        # `train(...)` calls the function, `self.train(...)` the method; `net.train()` is
+        # another object's method
+        mine = dotted(c.func) == (f"self.{name}" if method else name)
+        if mine and c in ctx.index.calls_in_loop and not _only_single_loops(ctx, c):
+            return True
+    qn = ctx.index.qualname_of(fn)  # type: ignore[arg-type]
+    return ctx.program.called_in_loop(ctx.key, qn)
 
 
 def _repeated(ctx: ModuleContext, node: ast.AST) -> bool:
-    """Does ``node`` run many times: inside a loop, or in a function called inside one?"""
-    if ctx.enclosing(node, LOOPS) is not None:
+    """Does ``node`` (a loop or a call) run many times: inside a loop, or in a function
+    called inside one?"""
+    index = ctx.index
+    outer = index.outer_loop.get(node)
+    if outer is not None and not ctx.loops.runs_once(outer):
         return True
-    return _called_in_loop(ctx, ctx.enclosing(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    if node in index.calls_in_loop and not (isinstance(node, ast.Call) and _only_single_loops(
+            ctx, node)):
+        return True
+    return _called_in_loop(ctx, index.owner.get(node))
 
 
-def _param_for(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call,
-               name: str) -> str | None:
+def _param_for(fn: FuncDef, call: ast.Call, name: str) -> str | None:
     """The parameter of ``fn`` that receives ``name`` in ``call`` (by position or keyword)."""
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
     if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
@@ -109,52 +248,52 @@ def _epochs_inside(ctx: ModuleContext, call: ast.Call, name: str) -> bool:
                 names.add(target)
     for node in iter_shallow(fn.body, into_loops=True):
         if isinstance(node, (ast.For, ast.AsyncFor)) and any(
-                dotted(i) in names for i in unwrap_iterable(node.iter)):
-            outer = ctx.enclosing(node, LOOPS)
-            if outer is not None and ctx.enclosing(outer, (ast.FunctionDef,
-                                                           ast.AsyncFunctionDef)) is fn:
-                return True
+                dotted(i) in names for i in unwrap_iterable(node.iter)) and \
+                ctx.index.outer_loop.get(node) is not None and ctx.index.owner.get(node) is fn:
+            return True
     return False
 
 
 def _fitted_for_epochs(ctx: ModuleContext, call: ast.Call, name: str | None) -> bool:
     """Is the loader handed to a Lightning-style ``trainer.fit(...)`` of a Trainer that runs
     more than one epoch (``max_epochs`` absent, or not 1)?"""
-    for fit in ctx.calls:
-        if callee_tail(fit) not in {"fit", "validate"} or not isinstance(fit.func, ast.Attribute):
-            continue
-        values = [*fit.args, *(k.value for k in fit.keywords)]
-        if not any(v is call or (name is not None and dotted(v) == name) for v in values):
-            continue
-        trainer = dotted(fit.func.value)
-        for assign in ctx.assigns:
-            if any(dotted(t) == trainer for t in assign.targets) and isinstance(
-                    assign.value, ast.Call) and callee_tail(assign.value) == "Trainer":
-                epochs = next((k.value for k in assign.value.keywords
-                               if k.arg == "max_epochs"), None)
-                if callee_tail(fit) == "validate":
-                    return False
-                return not (isinstance(epochs, ast.Constant) and epochs.value == 1)
+    for tail in ("fit", "validate"):
+        for fit in ctx.index.calls_by_tail.get(tail, ()):
+            if not isinstance(fit.func, ast.Attribute):
+                continue
+            values = [*fit.args, *(k.value for k in fit.keywords)]
+            if not any(v is call or (name is not None and dotted(v) == name) for v in values):
+                continue
+            trainer = dotted(fit.func.value)
+            for assign in ctx.index.assigns_by_name.get(trainer or "", ()):
+                if isinstance(assign.value, ast.Call) and callee_tail(assign.value) == "Trainer":
+                    epochs = next((k.value for k in assign.value.keywords
+                                   if k.arg == "max_epochs"), None)
+                    if tail == "validate":
+                        return False
+                    return not (isinstance(epochs, ast.Constant) and epochs.value == 1)
     return False
 
 
 def iterated_for_epochs(ctx: ModuleContext, call: ast.Call) -> bool:
-    """Is the loader built by ``call`` iterated more than once (inside an outer loop)?"""
+    """Is the loader built by ``call`` iterated more than once (inside an outer loop), as
+    far as this module shows?"""
     name = _loader_name(ctx, call)
     if _fitted_for_epochs(ctx, call, name):
         return True
     if name is not None:
-        loops = [loop for loop in ctx.loops if isinstance(loop, (ast.For, ast.AsyncFor))
-                 and any(dotted(i) == name for i in unwrap_iterable(loop.iter))]
-        passes = [c for c in ctx.calls if c is not call and not is_dataloader(ctx, c)
-                  and callee_tail(c) not in LOADER_WRAPPERS
-                  and any(dotted(a) == name for a in c.args)]
+        loops_by, passes_by = _uses_by_name(ctx)
+        owner = ctx.index.owner.get(call)
+        scope: object = owner if owner is not None and not name.startswith("self.") else "*"
+        loops = loops_by.get((scope, name), [])
+        passes = [c for c in passes_by.get((scope, name), []) if c is not call
+                  and callee_tail(c) != "DataLoader"]
         if loops or passes:  # used by name in this file: trust what the uses say
             return any(_repeated(ctx, n) for n in [*loops, *passes]) or any(
                 _epochs_inside(ctx, c, name) for c in passes)
-    # Built in a helper and returned, or used elsewhere: is there an epoch loop here?
-    for loop in ctx.loops:
-        for node in iter_shallow(loop.body, into_loops=True):  # type: ignore[attr-defined]
-            if isinstance(node, (ast.For, ast.AsyncFor)) and ctx.is_loaderish(node.iter):
-                return True
     return False
+
+
+def epochs_condition(ctx: ModuleContext, call: ast.Call) -> str:
+    """The program fact that says another module iterates this loader for epochs."""
+    return f"+{USE_EPOCHS}{ctx.loader_key(call)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.astutil import qualname
+from pitstop.lint.astutil import dotted, qualname
 from pitstop.lint.context import ModuleContext
 from pitstop.lint.model import SAFE, Edit, Fix
 
@@ -26,13 +26,29 @@ REPLACEMENTS = {
 }
 
 
+FALLBACK_ERRORS = frozenset({"AttributeError", "TypeError", "ImportError", "ModuleNotFoundError"})
+
+
+def compat_fallback(ctx: ModuleContext, call: ast.Call) -> bool:
+    """Is the call in an `except AttributeError/TypeError/ImportError:` handler -- the
+    fallback for old PyTorch versions after trying `torch.amp` first?"""
+    for anc in ctx.index.ancestors(call):
+        if isinstance(anc, ast.ExceptHandler) and anc.type is not None:
+            types = anc.type.elts if isinstance(anc.type, ast.Tuple) else [anc.type]
+            if any((dotted(t) or "").rsplit(".", 1)[-1] in FALLBACK_ERRORS for t in types):
+                return True
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            break
+    return False
+
+
 def check(ctx: ModuleContext) -> None:
-    if ".amp" not in ctx.text and "amp import" not in ctx.text:
+    if ".amp" not in ctx.text and "amp import" not in ctx.text and "import amp" not in ctx.text:
         return
     torch_bound = ctx.aliases.get("torch") == "torch"
     for call in ctx.calls:
         qn = qualname(call.func, ctx.aliases)
-        if qn not in REPLACEMENTS:
+        if qn not in REPLACEMENTS or compat_fallback(ctx, call):
             continue
         new, device, names = REPLACEMENTS[qn]
         fix = None

@@ -19,7 +19,8 @@ def _grad_off_call(node: ast.AST) -> bool:
     return (dotted(target) or "").rsplit(".", 1)[-1] in GRAD_OFF
 
 
-def _under_no_grad(ctx: ModuleContext, node: ast.AST) -> bool:
+def _under_no_grad(ctx: ModuleContext, node: ast.AST,
+                   seen: frozenset[ast.AST] = frozenset()) -> bool:
     cur = ctx.parents.get(node)
     while cur is not None:
         if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
@@ -28,9 +29,11 @@ def _under_no_grad(ctx: ModuleContext, node: ast.AST) -> bool:
         if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(_grad_off_call(d) for d in cur.decorator_list):
                 return True
+            if cur in seen:  # recursion: no call site outside says anything
+                return False
             # every call of this function in the module is made under no_grad
-            sites = [c for c in ctx.calls if (dotted(c.func) or "").rsplit(".", 1)[-1] == cur.name]
-            return bool(sites and all(_under_no_grad(ctx, c) for c in sites))
+            sites = ctx.index.calls_by_tail.get(cur.name, [])
+            return bool(sites) and all(_under_no_grad(ctx, c, seen | {cur}) for c in sites)
         cur = ctx.parents.get(cur)
     return False
 

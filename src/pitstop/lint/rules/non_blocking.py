@@ -5,29 +5,23 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.astutil import callee_tail, dotted, kwarg, root_name, unwrap_iterable
-from pitstop.lint.context import GPU, ModuleContext, State
+from pitstop.lint.astutil import callee_tail, data_root, kwarg
+from pitstop.lint.context import ModuleContext, State
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
-from pitstop.lint.rules._dataloader import dataloader_calls, pins_memory
 
 CODE = "LT008"
 
 
-def _loop_loader_pinned(ctx: ModuleContext, st: State) -> bool:
-    """Does the loader this hot loop iterates pin memory? When the loop's loader is built
-    in this file, that one decides; otherwise any pinned DataLoader in the file."""
-    loop = st.hot.node if st.hot is not None else None
-    if isinstance(loop, (ast.For, ast.AsyncFor)):
-        built: dict[str | None, ast.Call] = {}
-        for call in dataloader_calls(ctx):
-            parent = ctx.parents.get(call)
-            if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
-                built[dotted(parent.targets[0])] = call
-        for it in unwrap_iterable(loop.iter):
-            name = dotted(it)
-            if name in built:
-                return pins_memory(built[name])
-    return any(pins_memory(c) for c in dataloader_calls(ctx))
+def _pinned_chain(node: ast.AST) -> bool:
+    """`x.pin_memory().to(device)`: the tensor was pinned right there."""
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "pin_memory":
+                return True
+            node = node.func
+        else:
+            node = node.value
+    return False
 
 
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
@@ -36,14 +30,16 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     tail = node.func.attr
     if tail not in {"to", "cuda"}:
         return
-    if root_name(node.func.value) not in st.batch or (st.hot and st.hot.kind == "forward"):
+    root = data_root(node.func.value)
+    pinned_here = _pinned_chain(node.func.value)
+    if (root not in st.batch and not pinned_here) or (st.hot and st.hot.kind == "forward"):
         return
     if tail == "to":
         dev = kwarg(node, "device")
         target = dev.value if dev is not None else (node.args[0] if node.args else None)
-        if target is None or ctx.device_kind(target) != GPU:
+        if target is None or not ctx.devices.is_gpu(target, st.func):
             return
-    if not _loop_loader_pinned(ctx, st):
+    if not pinned_here and not ctx.batch_pinned(st.batch_src.get(root or "")):
         return
     nb = kwarg(node, "non_blocking")
     line, col = node.func.lineno, ctx.char_column(node.func.lineno, node.func.col_offset)

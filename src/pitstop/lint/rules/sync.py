@@ -7,44 +7,102 @@ import re
 
 from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname
 from pitstop.lint.context import GPU, MASK, ModuleContext, State
+from pitstop.lint.values import CREATORS, DERIVED, stringish
 
 CODE = "LT001"
 
 HOST_COPY = {"item": "copies a GPU scalar to the host",
              "cpu": "copies a GPU tensor to the host",
              "numpy": "copies a GPU tensor to the host",
-             "tolist": "copies a GPU tensor to the host"}
+             "tolist": "copies a GPU tensor to the host as a Python list"}
 # Experiment loggers that turn a tensor into a Python number right away (TensorBoard's
 # SummaryWriter.add_scalar calls .item(); wandb / mlflow convert values too).
-LOGGER_CALLS = frozenset({"add_scalar", "add_scalars", "log_metric", "log_metrics", "log"})
+LOGGER_CALLS = frozenset({"add_scalar", "add_scalars", "log_metric", "log_metrics", "log",
+                          "log_dict"})
 # Owners of .log()/.log_metric(s)() that are experiment trackers (not Lightning's lazy
 # self.log, not torch.log).
 LOGGER_OWNER_RE = re.compile(r"(^|\.)(wandb|run|writer|logger|mlflow|tracker|experiment|"
                              r"accelerator|neptune|comet|aim|tb|tb_writer|summary_writer)$",
                              re.IGNORECASE)
-NONZERO = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"})
+# Progress bars that format what they are given (tqdm's set_postfix calls str() on it).
+PROGRESS_CALLS = frozenset({"set_postfix", "set_description", "set_postfix_str"})
+NONZERO = frozenset({"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive",
+                     "nonzero_static"})
+CONVERTERS = frozenset({"float", "int", "bool", "complex", "str", "repr"})
+MATH_FUNCS = frozenset({"isfinite", "isnan", "isinf", "sqrt", "log", "exp", "floor", "ceil",
+                        "fabs"})
 
 
 def _report(ctx: ModuleContext, node: ast.AST, st: State, what: str, sync: str) -> None:
     assert st.hot is not None
     via = f" {st.via}" if st.via else ""
+    origin = ctx.device_origin
+    if origin is not None and not origin.certain:
+        wait = (f"when the program runs on its accelerator ({origin.what}, "
+                f"{origin.path}:{origin.line}), the CPU waits there for the GPU to finish "
+                "all queued work")
+        what = what.replace("a GPU scalar", "a scalar that may live on the GPU").replace(
+            "a GPU tensor", "a tensor that may live on the GPU")
+    else:
+        wait = "the CPU waits for the GPU to finish all queued work"
     ctx.report(
         CODE, node,
-        f"`{ctx.segment(node)}` {what} on every iteration of {st.hot.describe}{via}; the "
-        f"CPU waits for the GPU to finish all queued work. Keep the value on the device and "
-        f"read it every N steps (`if step % log_every == 0:`).",
+        f"`{ctx.segment(node)}` {what} on every iteration of {st.hot.describe}{via}; "
+        f"{wait}. Keep the value on the device and read it every N steps "
+        f"(`if step % log_every == 0:`).",
         evidence=(("sync", sync), ("loop_line", st.hot.line), ("loop_kind", st.hot.kind)),
     )
+
+
+def _gpu(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
+    if isinstance(node, ast.Starred):
+        node = node.value
+    return ctx.kind(node, st) in (GPU, MASK) or ctx.values.tuple_has_gpu(node, st)
+
+
+def _mixed_mask_index(ctx: ModuleContext, index: ast.AST, st: State) -> bool:
+    """`x[:, mask]`, `x[idx, mask]`: a boolean GPU mask among several indices."""
+    return isinstance(index, ast.Tuple) and any(ctx.kind(e, st) == MASK for e in index.elts)
+
+
+def _host_tensor(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
+    """A tensor that lives on the host: `torch.zeros(n)` with no device, or `.cpu()`."""
+    name = dotted(node)
+    if name is None or "." in name:
+        return False
+    for a in ctx.index.scoped_assigns.get((st.func, name), ()):
+        v = a.value
+        if isinstance(v, ast.Call):
+            qn = qualname(v.func, ctx.aliases) or ""
+            if (qn.startswith("torch.") and callee_tail(v) in CREATORS
+                    and kwarg(v, "device") is None) or callee_tail(v) == "cpu":
+                return True
+    return False
 
 
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     if st.hot is not None and st.hot.kind == "forward":
         return  # the devices of forward()'s arguments are unknown: no guessing
-    if isinstance(node, (ast.If, ast.While, ast.Assert)):
-        test = node.test
-        word = {ast.If: "`if`", ast.While: "`while`", ast.Assert: "`assert`"}[type(node)]
-        _report(ctx, test, st, f"is a GPU tensor used as a Python {word} condition, which "
-                "needs its value on the host", "control-flow")
+    if st.hot is not None and (st.hot.generates or st.hot.measures):
+        return  # decoding reads every token on the host anyway; a benchmark syncs to time
+    if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for t in targets:
+            if not isinstance(t, ast.Subscript):
+                continue
+            if _host_tensor(ctx, t.value, st) and ctx.kind(node.value, st) in (GPU, MASK):
+                _report(ctx, node, st, f"stores a GPU tensor into the host tensor "
+                        f"`{ctx.segment(t.value)}`, copying it to the host", "setitem")
+            elif _mixed_mask_index(ctx, t.slice, st) and ctx.kind(t.value, st) in (GPU, MASK):
+                _report(ctx, node, st, "indexes with a boolean GPU mask next to other indices, "
+                        "which the host must turn into positions (a sync)", "boolean-mask")
+        return
+    if isinstance(node, ast.Slice):
+        for part in (node.lower, node.upper, node.step):
+            if part is not None and ctx.kind(part, st) in (GPU, MASK):
+                _report(ctx, part, st, "is a GPU tensor used as a slice bound, which the host "
+                        "must read", "slice")
+                return
         return
     if isinstance(node, ast.Call):
         _check_call(ctx, node, st)
@@ -52,14 +110,19 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         if ctx.kind(node.value, st) in (GPU, MASK):
             _report(ctx, node.value, st, "formats a GPU tensor into a string, copying it to the "
                     "host", "format")
-    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-        if ctx.kind(node.slice, st) == MASK and ctx.kind(node.value, st) in (GPU, MASK):
+    elif isinstance(node, ast.Subscript):
+        if isinstance(node.ctx, ast.Load) and (ctx.kind(node.slice, st) == MASK or _mixed_mask_index(
+                ctx, node.slice, st)) and ctx.kind(node.value, st) in (GPU, MASK):
             _report(ctx, node, st, "indexes with a boolean GPU mask, whose result size the host "
                     "must read back", "boolean-mask")
-    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod) \
-            and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str) \
-            and ctx.kind(node.right, st) in (GPU, MASK):
-        _report(ctx, node, st, "formats a GPU tensor into a string", "format")
+    elif isinstance(node, ast.BinOp):
+        if isinstance(node.op, ast.Mod) and stringish(node.left) and _gpu(ctx, node.right, st):
+            _report(ctx, node, st, "formats a GPU tensor into a string with `%`, copying it "
+                    "to the host", "format")
+    elif isinstance(node, (ast.If, ast.While, ast.Assert)):
+        word = {ast.If: "`if`", ast.While: "`while`", ast.Assert: "`assert`"}[type(node)]
+        _report(ctx, node.test, st, f"is a GPU tensor used as a Python {word} condition, which "
+                "needs its value on the host", "control-flow")
 
 
 def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
@@ -67,6 +130,11 @@ def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
     tail = callee_tail(node)
     if isinstance(func, ast.Attribute):
         recv = ctx.kind(func.value, st)
+        if recv == DERIVED and tail in HOST_COPY:
+            # computed from GPU tensors by a function we cannot see (timm's accuracy())
+            _report(ctx, node, st, HOST_COPY[tail].replace("a GPU", "what is most likely a "
+                                                           "GPU"), tail)
+            return
         if recv in (GPU, MASK):
             if tail in HOST_COPY:
                 _report(ctx, node, st, HOST_COPY[tail], tail)
@@ -80,9 +148,15 @@ def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
                 _report(ctx, node, st, "returns a tensor whose size depends on the data, so the "
                         "host must read it back", tail)
                 return
-        if tail == "format" and isinstance(func.value, ast.Constant) and any(
-                ctx.kind(a, st) in (GPU, MASK) for a in node.args):
-            _report(ctx, node, st, "formats a GPU tensor into a string", "format")
+        if tail == "format" and isinstance(func.value, ast.Constant) and (
+                any(_gpu(ctx, a, st) for a in node.args)
+                or any(ctx.kind(k.value, st) in (GPU, MASK) for k in node.keywords)):
+            _report(ctx, node, st, "formats a GPU tensor into a string, copying it to the host",
+                    "format")
+            return
+        if tail in PROGRESS_CALLS and _logs_gpu_value(ctx, node, st):
+            _report(ctx, node, st, "hands a GPU tensor to a progress bar, which formats it "
+                    "into a string", "progress")
             return
     qn = qualname(func, ctx.aliases) or ""
     if qn == "torch.cuda.synchronize" or (tail == "synchronize" and "cuda" in (dotted(func) or "")):
@@ -99,15 +173,19 @@ def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
                 "number", "logger")
         return
     if isinstance(func, ast.Name):
-        if tail in {"float", "int", "bool", "complex", "str", "repr"} and node.args \
-                and ctx.kind(node.args[0], st) in (GPU, MASK):
+        if tail in CONVERTERS and node.args and _gpu(ctx, node.args[0], st):
             _report(ctx, node, st, f"converts a GPU tensor to a Python {tail}, copying it to "
                     "the host", tail)
             return
-        if tail == "print" and any(ctx.kind(a, st) in (GPU, MASK) for a in node.args
+        if tail == "print" and any(_gpu(ctx, a, st) for a in node.args
                                    if not isinstance(a, ast.JoinedStr)):
             _report(ctx, node, st, "prints a GPU tensor, copying it to the host", "print")
             return
+    if qn.startswith("math.") and tail in MATH_FUNCS and node.args \
+            and ctx.kind(node.args[0], st) in (GPU, MASK):
+        _report(ctx, node, st, f"calls `math.{tail}` on a GPU tensor, which converts it to a "
+                "Python float on the host", f"math.{tail}")
+        return
     if qn.startswith("torch.") and tail in NONZERO | {"where"} and node.args \
             and ctx.kind(node.args[0], st) in (GPU, MASK):
         if tail == "where" and len(node.args) != 1:

@@ -14,6 +14,47 @@ CREATORS = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "
                       "randint", "arange", "linspace", "logspace", "eye", "randperm", "scalar_tensor"})
 
 
+# Legacy typed constructors: `torch.LongTensor(range(n))` builds on the CPU too.
+LEGACY = frozenset({"LongTensor", "FloatTensor", "IntTensor", "ByteTensor", "BoolTensor",
+                    "DoubleTensor", "HalfTensor", "ShortTensor", "CharTensor", "Tensor"})
+_PASS_THROUGH = frozenset({"unsqueeze", "expand", "expand_as", "view", "reshape", "float", "long",
+                           "int", "bool", "half", "repeat", "t", "flip", "squeeze", "type"})
+
+
+def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
+    """The torch factory call a moved expression is built from: `torch.zeros(n)`, also
+    inside `(torch.ones(k) * i)` or `torch.LongTensor(r).unsqueeze(0).expand_as(x)`."""
+    for _ in range(6):
+        if isinstance(node, ast.BinOp):
+            left = _creator(ctx, node.left)
+            node = left if left is not None else node.right
+            continue
+        if not isinstance(node, ast.Call):
+            return None
+        qn = qualname(node.func, ctx.aliases) or ""
+        tail = callee_tail(node)
+        if qn.startswith("torch.") and (tail in CREATORS or tail in LEGACY) \
+                and kwarg(node, "device") is None:
+            return node
+        if isinstance(node.func, ast.Attribute) and tail in _PASS_THROUGH:
+            node = node.func.value
+            continue
+        return None
+    return None
+
+
+def _forward_input(ctx: ModuleContext, target: ast.AST, st: State) -> bool:
+    """`.to(images)` in a module's forward() (or a helper it calls), `images` one of its
+    arguments: the input of a model that runs on the GPU is on the GPU."""
+    if st.hot is None or st.hot.kind != "forward" or not ctx.gpu_program:
+        return False
+    if not isinstance(target, ast.Name) or st.func is None:
+        return False
+    args = st.func.args
+    return target.id in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)} \
+        and target.id != "self"
+
+
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return
@@ -21,12 +62,14 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     if tail not in {"to", "cuda"}:
         return
     inner = node.func.value
-    if not isinstance(inner, ast.Call):
+    direct = True  # `torch.zeros(n).to(d)`; else the creator is deeper in the expression
+    creator = _creator(ctx, inner)
+    if creator is None:
         return
-    qn = qualname(inner.func, ctx.aliases) or ""
+    if creator is not inner:
+        direct = False
+    inner = creator
     ctail = callee_tail(inner)
-    if not (qn.startswith("torch.") and ctail in CREATORS) or kwarg(inner, "device") is not None:
-        return
     value: str | None
     if tail == "cuda":
         if node.args and not (isinstance(node.args[0], ast.Constant)
@@ -39,13 +82,18 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     else:
         dev = kwarg(node, "device")
         target = dev.value if dev is not None else (node.args[0] if node.args else None)
-        if target is None or ctx.device_kind(target) != GPU:
-            return
-        simple = (len(node.args) == 1 and dev is None) or (not node.args and dev is not None)
+        if target is None or (ctx.device_kind(target) != GPU and ctx.kind(target, st) != GPU
+                              and not _forward_input(ctx, target, st)):
+            return  # (`.to(images)` moves to the device of the tensor `images`)
+        # `.to(images)` takes the device *and the dtype* of the tensor `images`: no
+        # `device=images` rewrite for that
+        simple = (len(node.args) == 1 and dev is None and ctx.device_kind(target) == GPU) or (
+            not node.args and dev is not None)
         value = ast.unparse(target) if simple and all(
             kw.arg in {"device", "non_blocking"} for kw in node.keywords) else None
     fix = None
-    if value is not None and not any(kw.arg is None for kw in inner.keywords):
+    if direct and ctail in CREATORS and value is not None and not any(
+            kw.arg is None for kw in inner.keywords):
         line = node.func.lineno
         col = ctx.char_column(line, node.func.col_offset)
         fix = Fix(SAFE, f"create the tensor with device={value}",

@@ -7,6 +7,7 @@ import ast
 from pitstop.lint.astutil import dotted, kwarg
 from pitstop.lint.context import ModuleContext
 from pitstop.lint.model import UNSAFE, Edit, Fix
+from pitstop.lint.settings import options_owner
 
 CODE = "LT009"
 
@@ -21,6 +22,17 @@ def check(ctx: ModuleContext) -> None:
         if func.attr == "zero_grad":
             kw = kwarg(call, "set_to_none")
             arg = kw.value if kw is not None else (call.args[0] if call.args else None)
+            if isinstance(arg, ast.Attribute) and options_owner(arg.value):
+                st = ctx.program.setting(arg.attr)
+                if st is not None and st.default is False:
+                    ctx.report(
+                        CODE, call,
+                        f"`{ctx.segment(call)}`: `{ctx.segment(arg)}` defaults to False "
+                        f"({st.where}), so by default every step writes zeros into every "
+                        "gradient tensor (a memset kernel per parameter) instead of dropping "
+                        "them; make the default True.",
+                    )
+                continue
             if not (isinstance(arg, ast.Constant) and arg.value is False):
                 continue
             fix = None

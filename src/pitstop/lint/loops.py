@@ -1,0 +1,384 @@
+"""The loop model: which loops run once per batch, and which code inside them is rare.
+
+A *training loop* iterates batches (a loader, or anything built from one: ``enumerate``,
+``tqdm``, ``zip``, ``islice``, ``metric_logger.log_every(loader, ...)``, a prefetcher
+class, a generator that yields from a loader, ``next(it)`` in a ``while``) and trains:
+its body reaches ``backward()``, ``accelerator.backward()`` or an optimizer step,
+directly or anywhere in the program the calls lead (a ``train_step`` in another module,
+a method of a ``Trainer``, a callable object whose ``__call__`` runs backward). A loop
+that steps without iterating a loader (``while step < max_steps:`` with ``get_batch()``)
+is a training loop as well. An *evaluation loop* iterates batches and runs the model
+without training. The epoch loop around a batch loop is not hot.
+
+Inside a hot loop, code under a rare guard runs on few iterations: ``if step % N == 0``,
+``if i == len(loader) - 1``, ``if should_log:``, a time-based guard, a leading ``if step
+% N: continue``, and a flag that is off unless asked for (``if args.profile:`` where the
+option defaults to False). ``if (step + 1) % grad_accum == 0`` is not rare: it is the
+optimizer step itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from pitstop.lint.astutil import (
+    LOADER_WRAPPERS,
+    LOADERISH_RE,
+    callee_tail,
+    dotted,
+    iter_shallow,
+    param_default,
+)
+from pitstop.lint.index import is_step_call
+from pitstop.lint.settings import options_owner
+from pitstop.lint.values import is_loader_kind
+
+if TYPE_CHECKING:
+    from pitstop.lint.context import ModuleContext
+    from pitstop.lint.walk import State
+
+# A loop over the program's parts (`for optim in optimizers:`, `for group in
+# opt.param_groups:`) runs once per part: stepping inside it is no training loop of its
+# own (the batch loop around it, if any, is)
+PARTS_RE = re.compile(r"optim|sched|param|group|models?$|modules?$|layers?$|blocks?$|nets?$",
+                      re.IGNORECASE)
+# Periods of logging/evaluation guards: an option of that name whose default is 1 makes
+# `step % N == 0` hold on every step, whatever owns it (`train.log_interval`)
+LOGGISH = frozenset({"log_interval", "log_every", "log_freq", "log_steps", "print_freq",
+                     "log_every_n_steps", "logging_steps", "print_every", "log_iter"})
+TIME_FUNCS = frozenset({"time", "perf_counter", "monotonic", "time_ns", "perf_counter_ns"})
+RARE_NAME_RE = re.compile(
+    r"log|print|eval|save|ckpt|checkpoint|verbose|debug|display|report|visuali|plot|"
+    r"sample|valid|profil|dump|write|last|first|final|flush|summary|track|monitor",
+    re.IGNORECASE,
+)
+LASTISH_RE = re.compile(r"last|final|end|max|total|num_|n_|len|steps|epochs|iters", re.IGNORECASE)
+# A modulus that is the gradient-accumulation period: its `== 0` branch is the optimizer
+# step, which runs every step, not rarely.
+ACCUM_RE = re.compile(r"accum|grad_acc|update_freq|accumulate|micro|sub_batch|n_batches_per",
+                      re.IGNORECASE)
+# Calls that run a training or evaluation loop inside a framework (ignite): the function
+# handed to an Engine runs once per batch.
+ENGINES = frozenset({"Engine", "DeterministicEngine"})
+FRAMEWORK_LOOPS = ENGINES | {"create_supervised_trainer", "create_supervised_evaluator"}
+LIGHTNING_HOOKS = {"training_step": "train", "train_step": "train",
+                   "validation_step": "eval", "test_step": "eval", "predict_step": "eval"}
+BATCH_WRAPPER_TAILS = LOADER_WRAPPERS | {"log_every", "chain", "prefetch", "tqdm_notebook",
+                                         "maybe_tqdm", "cycle", "infinite", "repeat",
+                                         "iterate", "with_progress", "progress_bar"}
+# Calls whose result is no batch even when handed a loader.
+NOT_BATCHES = frozenset({"len", "range", "list", "sorted", "print", "str", "int", "float",
+                         "isinstance", "getattr", "hasattr", "type", "id", "repr", "dict",
+                         "set", "tuple", "sum", "max", "min"})
+
+
+class LoopModel:
+    """Loop classification and guard rarity for one module."""
+
+    def __init__(self, ctx: ModuleContext) -> None:
+        self.ctx = ctx
+        self._step_memo: dict[ast.Call, bool] = {}
+
+    # ------------------------------------------------------------------ steps
+    def call_steps(self, call: ast.Call, st: State) -> bool:
+        """Does this call run backward / an optimizer step, itself or through the
+        functions, methods and callable objects of the program it reaches?"""
+        if is_step_call(call):
+            return True
+        memo = self._step_memo
+        if call in memo and not st.env:
+            return memo[call]
+        ctx = self.ctx
+        result = ctx.call_steps(call, st)
+        if not st.env:
+            memo[call] = result
+        return result
+
+    def has_markers(self, stmts: list[ast.stmt], st: State, *, into_loops: bool,
+                    skip_batch_loops: bool = False) -> bool:
+        for node in iter_shallow(stmts, into_loops=into_loops):
+            if skip_batch_loops and isinstance(node, (ast.For, ast.AsyncFor)) \
+                    and self.is_batch_source(node.iter, st):
+                continue
+            if isinstance(node, ast.Call) and self.call_steps(node, st):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ batches
+    def is_batch_source(self, it: ast.expr, st: State | None = None) -> bool:
+        """Does iterating ``it`` yield batches from a loader?"""
+        from pitstop.lint.walk import State
+
+        st = st if st is not None else State()
+        return self._batchy(it, st, 0)
+
+    def _batchy(self, it: ast.expr, st: State, depth: int) -> bool:
+        if depth > 4:
+            return False
+        ctx = self.ctx
+        if isinstance(it, ast.Call):
+            tail = callee_tail(it)
+            if tail in NOT_BATCHES:
+                return False
+            if tail in BATCH_WRAPPER_TAILS or tail in {"iter", "next"}:
+                return any(self._batchy(a, st, depth + 1) for a in it.args
+                           if not isinstance(a, ast.Starred))
+            name = dotted(it.func)
+            if name and name in ctx.index.loader_names:
+                return True
+            k = ctx.values.kind(it, st)
+            if is_loader_kind(k):
+                return True
+            if name and LOADERISH_RE.search(name.rsplit(".", 1)[-1]):
+                return True  # `get_train_loader(...)`, `self.train_dataloader()`
+            # a generic wrapper around a loader: `metric_logger.log_every(loader, 10)`
+            return bool(it.args) and isinstance(it.func, ast.Attribute) and self._batchy(
+                it.args[0], st, depth + 1) and not self.call_steps(it, st)
+        if isinstance(it, (ast.Name, ast.Attribute)):
+            name = dotted(it)
+            if not name:
+                return False
+            k = st.env.get(name)
+            if k is not None:
+                return is_loader_kind(k)
+            if name in ctx.index.loader_names:
+                return True
+            if LOADERISH_RE.search(name.rsplit(".", 1)[-1]):
+                return True
+            r = ctx.resolve_name(it, st)
+            return r is not None and r.kind in {"loader", "batches"}
+        if isinstance(it, ast.Subscript):
+            return self._batchy(it.value, st, depth + 1)
+        return False
+
+    def loop_batches(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> bool:
+        """Does this loop take a batch per iteration (for over a batch source, or a while
+        whose body pulls ``next(...)`` from one)?"""
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            return self.is_batch_source(loop.iter, st)
+        for node in iter_shallow(loop.body, into_loops=False):
+            if isinstance(node, ast.Call) and callee_tail(node) == "next" and node.args \
+                    and self.is_batch_source(node.args[0], st):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ classification
+    def classify(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> str | None:
+        body = loop.body
+        if body and isinstance(body[-1], (ast.Return, ast.Break, ast.Raise)):
+            return None  # its body runs once (a timing pass that returns after one batch)
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and _over_parts(loop.iter):
+            return None
+        if self.has_markers(body, st, into_loops=False):
+            return "train"
+        if self.loop_batches(loop, st):
+            if self.has_markers(body, st, into_loops=True, skip_batch_loops=True):
+                return "train"
+            if self.runs_model_eval(body, st):
+                return "eval"
+        return None
+
+    def runs_model_eval(self, body: list[ast.stmt], st: State) -> bool:
+        ctx = self.ctx
+        calls_model = False
+        for node in iter_shallow(body, into_loops=True):
+            if isinstance(node, ast.Call):
+                tail = callee_tail(node)
+                if "step" in tail or "backward" in tail or tail == "train":
+                    return False
+                if self.call_steps(node, st):
+                    return False
+                if not calls_model and ctx.values.is_model_callee(node.func, st) and tail not in {
+                        "parameters", "train", "eval", "state_dict", "to", "cuda", "zero_grad",
+                        "named_parameters", "apply", "register_forward_hook"}:
+                    calls_model = True
+        return calls_model
+
+    def could_have_hot_loops(self) -> bool:
+        """A cheap test before the walk: a loop can only be hot if something steps, a loop
+        iterates something loader-like, or a Lightning hook / module forward exists."""
+        from pitstop.lint.walk import State
+
+        index = self.ctx.index
+        if any(n in index.functions for n in LIGHTNING_HOOKS) or (
+                "forward" in index.functions and index.module_classes) or any(
+                t in index.calls_by_tail for t in FRAMEWORK_LOOPS):
+            return True
+        if not index.loops:
+            return False
+        st = State()
+        for loop in index.loops:
+            if isinstance(loop, (ast.For, ast.AsyncFor)) and self.is_batch_source(loop.iter, st):
+                return True
+        return any(self.call_steps(c, st) for c in index.calls
+                   if index.owner.get(c) in index.funcs_with_loops or index.module_loops)
+
+    # ------------------------------------------------------------------ guards
+    def _period_is_one(self, period: ast.expr, st: State) -> bool:
+        """The ``N`` of ``step % N`` is 1 by default: a literal, a parameter default, an
+        option or config field (``log_interval: int = 1``, ``TrainArgs(log_interval=1)``)."""
+        if isinstance(period, ast.Constant):
+            return period.value == 1
+        if isinstance(period, ast.Name):
+            if st.func is not None and param_default(st.func, period.id) == 1:
+                return True
+            setting = self.ctx.program.setting(period.id) if period.id in LOGGISH else None
+            return setting is not None and setting.default == 1
+        if isinstance(period, ast.Attribute):
+            setting = self.ctx.program.setting(period.attr)
+            return setting is not None and setting.default == 1 and (
+                options_owner(period.value) or period.attr in LOGGISH)
+        return False
+
+    def rarity(self, test: ast.AST, st: State) -> str | None:
+        """``"rare"`` when ``test`` holds on few iterations (``step % N == 0``),
+        ``"frequent"`` for its complement (``step % N != 0``), None when unknown."""
+        ctx = self.ctx
+        if isinstance(test, ast.BoolOp):
+            parts = [self.rarity(v, st) for v in test.values]
+            if isinstance(test.op, ast.And):
+                return "rare" if "rare" in parts else None
+            return "rare" if all(p == "rare" for p in parts) else None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self.rarity(test.operand, st)
+            return {"rare": "frequent", "frequent": "rare"}.get(inner or "")
+        if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
+            return None if _accumulation(test) else "frequent"
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            op = test.ops[0]
+            sides = [test.left, test.comparators[0]]
+            mods = [n for s in sides for n in ast.walk(s)
+                    if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)]
+            if mods and all(_accumulation(m) for m in mods):
+                return None
+            has_mod = bool(mods)
+            if isinstance(op, ast.Eq):
+                if has_mod:
+                    # `step % log_interval == 0` with log_interval defaulting to 1: every step
+                    return None if any(self._period_is_one(m.right, st) for m in mods) \
+                        else "rare"
+                names = " ".join(dotted(s) or "" for s in sides).lower()
+                if "rank" in names or "master" in names:
+                    return None
+                for s in sides:
+                    if isinstance(s, ast.Constant) and isinstance(s.value, int):
+                        return "rare"
+                    if isinstance(s, ast.BinOp) and isinstance(s.op, ast.Sub):
+                        return "rare"
+                    n = dotted(s)
+                    if n and LASTISH_RE.search(n.rsplit(".", 1)[-1]):
+                        return "rare"
+                return None
+            if isinstance(op, ast.NotEq):
+                return "frequent" if has_mod else None
+            if isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)):
+                for side in sides:
+                    for sub in ast.walk(side):
+                        if isinstance(sub, ast.Call) and callee_tail(sub) in TIME_FUNCS:
+                            return "rare"
+                return None
+            return None
+        if isinstance(test, (ast.Name, ast.Attribute)):
+            name = dotted(test) or ""
+            if name in ctx.rare_names or RARE_NAME_RE.search(name.rsplit(".", 1)[-1]):
+                return "rare"
+            if self._opt_in(test, st):
+                return "rare"
+            return None
+        if isinstance(test, ast.Call):
+            tail = callee_tail(test)
+            if RARE_NAME_RE.search(tail) or tail in {"every", "should_log", "is_log_step"}:
+                return "rare"
+            if isinstance(test.func, ast.Call) and callee_tail(test.func) == "every":
+                return "rare"
+        return None
+
+    def runs_once(self, loop: ast.AST) -> bool:
+        """`for epoch in range(1)`, or over `range(args.epochs)` whose option defaults to
+        1: the loop body runs once, so what is inside it is not repeated."""
+        if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)
+                and callee_tail(loop.iter) == "range" and len(loop.iter.args) == 1):
+            return False
+        n = loop.iter.args[0]
+        if isinstance(n, ast.Constant):
+            return n.value == 1
+        if isinstance(n, ast.Call) and callee_tail(n) == "int" and n.args:
+            n = n.args[0]  # range(int(args.epochs))
+        if isinstance(n, ast.Attribute) and options_owner(n.value):
+            st = self.ctx.program.setting(n.attr)
+            return st is not None and st.default in (1, "1")
+        return False
+
+    def gates_progress(self, test: ast.AST, st: State) -> bool:
+        """`if cur_nimg < tick_start + tick_len: continue`: what follows waits for a
+        counter to pass a threshold -- it runs once in a while, not every iteration."""
+        if isinstance(test, ast.BoolOp):
+            return any(self.gates_progress(v, st) for v in test.values)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+                test.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
+            from pitstop.lint.values import GPU, MASK
+
+            sides = [test.left, test.comparators[0]]
+            return all(self.ctx.values.kind(s, st) not in (GPU, MASK) for s in sides) and any(
+                isinstance(s, ast.BinOp) for s in sides)
+        return False
+
+    def periodic(self, test: ast.AST, st: State) -> bool:
+        """Does ``test`` hold every N iterations (``(i + 1) % accum == 0``) or rarely?"""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self.periodic(v, st) for v in test.values)
+        if isinstance(test, ast.BoolOp):
+            return all(self.periodic(v, st) for v in test.values)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) \
+                and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+                        for s in (test.left, test.comparators[0]) for n in ast.walk(s)):
+            return True
+        if isinstance(test, (ast.Name, ast.Attribute)) and re.search(
+                r"sync_gradients|accum|update|step", (dotted(test) or "").rsplit(".", 1)[-1]):
+            return True  # `if accelerator.sync_gradients:`, `if do_update:`
+        return self.rarity(test, st) == "rare"
+
+    def opt_in(self, test: ast.AST, st: State) -> bool:
+        """Is ``test`` a flag that is off unless asked for (also `if a and flag:`)?"""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self.opt_in(v, st) for v in test.values)
+        return isinstance(test, (ast.Name, ast.Attribute)) and self._opt_in(test, st)
+
+    def _opt_in(self, test: ast.Name | ast.Attribute, st: State) -> bool:
+        """A flag that is off unless the user asks: an option or config field defaulting
+        to False/None, or a parameter of the function defaulting to False."""
+        ctx = self.ctx
+        if isinstance(test, ast.Attribute) and options_owner(test.value):
+            setting = ctx.program.setting(test.attr)
+            return setting is not None and setting.default in (False, None, 0)
+        if isinstance(test, ast.Name) and st.func is not None:
+            return param_default(st.func, test.id) is False
+        return False
+
+
+def _accumulation(mod: ast.BinOp) -> bool:
+    """``step % args.gradient_accumulation_steps``: the period of optimizer steps."""
+    return bool(ACCUM_RE.search(ast.unparse(mod.right)))
+
+
+def _over_parts(it: ast.expr) -> bool:
+    """`optimizers`, `self.schedulers`, `opt.param_groups`, `model.parameters()`,
+    `enumerate(optimizers)`, `zip(models, optims)`, `dict.items()` of those."""
+    if isinstance(it, ast.Call):
+        tail = callee_tail(it)
+        if tail in {"enumerate", "zip", "reversed", "list", "tuple", "sorted"}:
+            return bool(it.args) and all(_over_parts(a) for a in it.args
+                                         if not isinstance(a, ast.Starred))
+        if tail in {"items", "values", "keys"} and isinstance(it.func, ast.Attribute):
+            return _over_parts(it.func.value)
+        return tail in {"parameters", "named_parameters", "modules", "named_modules",
+                        "children", "named_children"}
+    if isinstance(it, (ast.List, ast.Tuple)):
+        return bool(it.elts) and all(_over_parts(e) for e in it.elts)
+    name = dotted(it)
+    if name is None:
+        return False
+    last = name.rsplit(".", 1)[-1]
+    return PARTS_RE.search(last) is not None and LOADERISH_RE.search(last) is None

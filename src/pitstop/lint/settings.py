@@ -1,0 +1,173 @@
+"""What a program's command-line options and config classes default to.
+
+``parser.add_argument("--device", default="cuda")``, ``--num_workers`` with ``default=0``,
+``--synchronize_step`` with ``action="store_true"``, a ``@dataclass`` config with
+``num_workers: int = 4``, ``field(default=...)``: the analysis reads ``args.device``,
+``cfg.num_workers`` and ``if args.synchronize_step:`` through these defaults (a flag that
+defaults to False is an opt-in, so the code under it is rare).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from pitstop.lint.astutil import callee_tail, dotted, kwarg
+
+
+class _Unknown:
+    """A default that is not a literal (one object, also after pickling)."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+    def __reduce__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+# Names of objects that hold parsed options or a config (`args.device`, `self.cfg.workers`).
+CONFIG_CLASS_RE = re.compile(r"(Config|Args|Arguments|Options|Settings|Hparams)$")
+OPTIONS_OWNER_RE = re.compile(
+    r"^(args?|opts?|options|cfg|conf|config|hparams|hps?|params|flags|FLAGS|settings|a|"
+    r"hyp|hyperparams?|parsed|cli)$|args$|_args$|config$|_cfg$|cfg$|opt$",
+    re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One option: its default (a Python literal, or UNKNOWN), its choices, where."""
+
+    name: str
+    default: object
+    choices: tuple[object, ...]
+    line: int
+    path: str
+    flag: str = ""  # "--device" as written
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+    def values(self) -> tuple[object, ...]:
+        """Every value the option can take that the code spells out."""
+        out = [] if self.default is UNKNOWN else [self.default]
+        out.extend(c for c in self.choices if c not in out)
+        return tuple(out)
+
+
+def _literal(node: ast.AST | None) -> object:
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return UNKNOWN
+
+
+def _dest(call: ast.Call) -> tuple[str, str] | None:
+    kw = kwarg(call, "dest")
+    flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if not flags:
+        return None
+    long = next((f for f in flags if f.startswith("--")), flags[0])
+    if kw is not None and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+        return kw.value.value, long
+    return long.lstrip("-").replace("-", "_"), long
+
+
+def argparse_settings(calls_by_tail: dict[str, list[ast.Call]], path: str) -> dict[str, Setting]:
+    """Options declared with ``add_argument`` / ``set_defaults`` in one module."""
+    out: dict[str, Setting] = {}
+    for call in calls_by_tail.get("add_argument", ()):
+        d = _dest(call)
+        if d is None:
+            continue
+        name, flag = d
+        action = kwarg(call, "action")
+        act = action.value.value if action is not None and isinstance(action.value, ast.Constant) else None
+        default_kw = kwarg(call, "default")
+        if default_kw is not None:
+            default = _literal(default_kw.value)
+        elif act == "store_true":
+            default = False
+        elif act == "store_false":
+            default = True
+        else:
+            default = None
+        choices_kw = kwarg(call, "choices")
+        choices: tuple[object, ...] = ()
+        if choices_kw is not None:
+            c = _literal(choices_kw.value)
+            if isinstance(c, (list, tuple, set)):
+                choices = tuple(c)
+        out[name] = Setting(name, default, choices, call.lineno, path, flag)
+    for call in calls_by_tail.get("set_defaults", ()):
+        for kw in call.keywords:
+            if kw.arg:
+                old = out.get(kw.arg)
+                out[kw.arg] = Setting(kw.arg, _literal(kw.value), old.choices if old else (),
+                                      call.lineno, path, old.flag if old else "")
+    return out
+
+
+def _is_config_class(cls: ast.ClassDef) -> bool:
+    for d in cls.decorator_list:
+        name = dotted(d.func if isinstance(d, ast.Call) else d) or ""
+        if name.rsplit(".", 1)[-1] in {"dataclass", "define", "attrs", "frozen"}:
+            return True
+    bases = {(dotted(b) or "").rsplit(".", 1)[-1] for b in cls.bases}
+    return bool(bases & {"BaseModel", "BaseSettings", "NamedTuple", "TrainingArguments",
+                         "Config", "PretrainedConfig", "Namespace"}) or bool(
+        CONFIG_CLASS_RE.search(cls.name))
+
+
+def class_settings(classes: dict[str, ast.ClassDef], path: str) -> dict[str, Setting]:
+    """Fields of config classes: ``num_workers: int = 4``, ``x: int = field(default=0)``."""
+    out: dict[str, Setting] = {}
+    for cls in classes.values():
+        if not _is_config_class(cls):
+            continue
+        for stmt in cls.body:
+            target: ast.expr | None = None
+            value: ast.expr | None = None
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                target, value = stmt.target, stmt.value
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                target, value = stmt.targets[0], stmt.value
+            if not isinstance(target, ast.Name) or value is None:
+                continue
+            if isinstance(value, ast.Call) and callee_tail(value) == "field":
+                dk = kwarg(value, "default")
+                default = _literal(dk.value) if dk is not None else UNKNOWN
+            else:
+                default = _literal(value)
+            out.setdefault(target.id, Setting(target.id, default, (), stmt.lineno, path))
+    return out
+
+
+def constructor_settings(calls_by_tail: dict[str, list[ast.Call]], path: str,
+                         ) -> dict[str, Setting]:
+    """Literal keywords given to a config class's constructor (``train: TrainArgs =
+    TrainArgs(log_interval=1, epochs=5)`` in an entry point's signature): the values the
+    program runs with where the class itself is not linted."""
+    out: dict[str, Setting] = {}
+    for tail, calls in calls_by_tail.items():
+        if not CONFIG_CLASS_RE.search(tail):
+            continue
+        for call in calls:
+            for kw in call.keywords:
+                if kw.arg:
+                    value = _literal(kw.value)
+                    if value is not UNKNOWN:
+                        out.setdefault(kw.arg, Setting(kw.arg, value, (), call.lineno, path))
+    return out
+
+
+def options_owner(node: ast.AST) -> bool:
+    """Is ``node`` (the ``args`` of ``args.device``) an object holding options?"""
+    name = dotted(node)
+    if not name:
+        return False
+    return bool(OPTIONS_OWNER_RE.search(name.rsplit(".", 1)[-1]))

@@ -1,0 +1,563 @@
+"""The summary of one module: what other modules of the program need to know about it,
+computed from its index alone (no other file is read), so that it can run in parallel
+and be cached by the file's content hash.
+
+A summary holds the module's imports, its functions (do they run backward or an
+optimizer step, outside any loop of their own? what do they return: a DataLoader, a
+device, a model, an object, the result of another call?), its classes (bases, the
+``self.x`` attributes their methods assign, whether they iterate a loader), its
+module-level names, its command-line options, its program facts, where it can put work
+on an accelerator, and the arguments of the calls it makes (so that a function learns
+what its parameters hold from its callers).
+
+Values are described by short strings ("descriptors"), resolved across modules by
+:mod:`pitstop.lint.program`:
+
+``loader@L:C``  a DataLoader built at line L, column C of this module
+``loader``      something loader-like of unknown origin
+``batches``     an iterable of batches that is not a DataLoader (a generator over one)
+``model``       an nn.Module
+``device:gpu`` / ``device:cpu`` / ``device:any``  a device (``any``: chosen at run time)
+``gpu`` / ``cpu``  a tensor known to be on an accelerator / on the host
+``call:NAME``   what calling NAME returns (NAME as this module spells it)
+``obj:NAME``    an instance of the class NAME
+``attr:C.X``    attribute X of instances of class C of this module
+``param:F.P``   parameter P of function F (what the callers pass)
+``imp:NAME``    an imported module-level value
+``global:NAME`` a module-level name of this module
+``str:VALUE``   a string literal
+``setting:NAME``  a command-line option or config field (`args.device`)
+``tuple:D1<US>D2...``  a tuple of values (``return model, loader``); ``call:NAME#i`` is
+                item i of what calling NAME returns
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from pitstop.lint.astutil import (
+    DATAMODULE_LOADERS,
+    LOADER_WRAPPERS,
+    LOADERISH_RE,
+    callee_tail,
+    dotted,
+    qualname,
+)
+from pitstop.lint.index import FUNCS, MODEL_FACTORY_RE, FuncDef, ImportRef, ModuleIndex
+from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id
+from pitstop.lint.settings import (
+    Setting,
+    argparse_settings,
+    class_settings,
+    constructor_settings,
+    options_owner,
+)
+
+MAX_DEPTH = 5
+TUPLE = "tuple:"  # a tuple display: its elements' descriptors, SEP-separated
+SEP = "\x1f"
+MODEL_WRAPPERS = frozenset({"DistributedDataParallel", "DDP", "DataParallel", "compile",
+                            "FullyShardedDataParallel", "FSDP", "to", "cuda", "train", "eval",
+                            "float", "half", "bfloat16", "requires_grad_", "to_empty"})
+BATCH_WRAPPERS = LOADER_WRAPPERS | {"log_every", "iter", "chain", "repeat", "prefetch",
+                                    "sample_data", "infinite_loader", "cycle", "tqdm_notebook",
+                                    "maybe_tqdm", "Prefetcher", "DataPrefetcher"}
+STEP_OWNER_TAILS = ("optim", "opt", "scaler", "engine", "ds_engine")
+
+
+@dataclass(frozen=True)
+class FuncSummary:
+    qualname: str  # "f" or "Class.method"
+    line: int
+    params: tuple[str, ...]  # positional-or-keyword parameters, `self` included
+    is_method: bool
+    marks: bool  # calls backward() / an optimizer step outside any loop of its own
+    callees: tuple[str, ...]  # names called outside its own loops (for steps through calls)
+    has_loop: bool
+    returns: tuple[str, ...]  # descriptors of what it returns
+    yields: tuple[str, ...]  # descriptors of what a generator iterates and yields from
+    is_generator: bool
+    repeated: bool = False  # runs many times by design: an event handler, an engine's step
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    name: str
+    line: int
+    bases: tuple[str, ...]
+    methods: tuple[str, ...]
+    attrs: dict[str, str]  # self.X -> descriptor
+    is_module: bool  # subclasses something named *Module (resolved further by the program)
+    # a Dataset whose __getitem__ calls nothing (it hands back what it holds): loading
+    # an item costs nothing, so workers and pinned memory would buy nothing
+    trivial_items: bool = False
+    # ... and indexes nothing either: its items are the index and attributes as they are
+    # (a prompt string), no tensor a pinned buffer would speed up
+    plain_items: bool = False
+
+
+@dataclass(frozen=True)
+class LoaderSummary:
+    """A DataLoader built in this module."""
+
+    id: str  # "line:col"
+    line: int
+    pins: tuple[str, ...]  # pin_memory on the GPU path: "true", "false", "absent", "setting:X", "unknown"
+
+
+@dataclass(frozen=True)
+class CallSite:
+    callee: str  # the callee as this module spells it (a local object's class resolved)
+    caller: str  # qualname of the calling function ("" for the module body)
+    args: tuple[str | None, ...]
+    kwargs: tuple[tuple[str, str], ...]
+    line: int
+    in_loop: bool = False  # made inside a loop (a function called once per epoch, say)
+
+
+@dataclass
+class ModuleSummary:
+    path: str
+    imports: tuple[ImportRef, ...] = ()
+    functions: dict[str, FuncSummary] = field(default_factory=dict)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    globals: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, Setting] = field(default_factory=dict)
+    facts: dict[str, int] = field(default_factory=dict)
+    gpu_origins: tuple[tuple[int, str], ...] = ()
+    cpu_only_devices: bool = False  # spells out a CPU device and no accelerator
+    cpu_devices: bool = False  # spells out a CPU device (a fallback, maybe)
+    loaders: dict[str, LoaderSummary] = field(default_factory=dict)
+    callsites: tuple[CallSite, ...] = ()
+
+
+def _pins(index: ModuleIndex, call: ast.Call) -> tuple[str, ...]:
+    out = []
+    for v in loader_arg(index, call, "pin_memory", gpu=True):
+        if isinstance(v, str):
+            out.append("absent" if v == "absent" else "unknown")
+        elif isinstance(v, ast.Constant):
+            out.append("true" if v.value is True else "false")
+        elif isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name):
+            out.append(f"setting:{v.attr}")
+        elif isinstance(v, ast.Call) and callee_tail(v) == "is_available":
+            out.append("true")  # pin_memory=torch.cuda.is_available(): on a GPU, yes
+        else:
+            out.append("unknown")
+    return tuple(out)
+
+
+class Describer:
+    """Describes expressions of one module without looking at any other module."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self._loader_ids = {id(c): loader_id(c) for c in dataloader_calls(index)}
+        self._names: dict[tuple[str, FuncDef | None], str | None] = {}
+
+    def params(self, fn: FuncDef) -> list[str]:
+        a = fn.args
+        return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+
+    def describe(self, expr: ast.AST | None, scope: FuncDef | None, depth: int = 0) -> str | None:
+        if expr is None or depth > MAX_DEPTH:
+            return None
+        index = self.index
+        if isinstance(expr, ast.Constant):
+            return f"str:{expr.value}" if isinstance(expr.value, str) else None
+        if isinstance(expr, ast.Name):
+            return self._name(expr.id, scope, depth)
+        if isinstance(expr, ast.Attribute):
+            name = dotted(expr)
+            if name is None:
+                return None
+            head = name.split(".", 1)[0]
+            if head == "self" and scope is not None and name.count(".") == 1:
+                cls = index.class_of.get(scope)
+                if cls is not None:
+                    return f"attr:{cls.name}.{expr.attr}"
+            if head in index.aliases or head in index.import_locals:
+                return f"imp:{name}"
+            if options_owner(expr.value):
+                return f"setting:{expr.attr}"  # `args.device`: what the option defaults to
+            if expr.attr == "device":
+                return "device:any"
+            return None
+        if isinstance(expr, ast.Call):
+            return self._call(expr, scope, depth)
+        if isinstance(expr, ast.Subscript) and dotted(expr.value) == "sys.modules" and \
+                isinstance(expr.slice, ast.Name) and expr.slice.id == "__name__":
+            return "mod:self"  # `d2l = sys.modules[__name__]`: the module itself
+        if isinstance(expr, ast.IfExp):
+            a = self.describe(expr.body, scope, depth + 1)
+            b = self.describe(expr.orelse, scope, depth + 1)
+            if a == b:
+                return a
+            for d in (a, b):
+                if d and d.startswith(("device:gpu", "str:cuda", "str:mps", "str:xpu")):
+                    return "device:gpu" if d.startswith("device") else d
+            return a or b
+        if isinstance(expr, (ast.Tuple, ast.List)) and 1 < len(expr.elts) <= 16:
+            parts = [self.describe(e, scope, depth + 1) or "" for e in expr.elts]
+            return TUPLE + SEP.join(parts) if any(parts) else None
+        if isinstance(expr, ast.Subscript):  # `dataloaders["train"]`
+            inner = self.describe(expr.value, scope, depth + 1)
+            return inner if inner and inner.startswith(("loader", "model")) else None
+        return None
+
+    def _name(self, name: str, scope: FuncDef | None, depth: int) -> str | None:
+        if depth > MAX_DEPTH:
+            return None
+        key = (name, scope)
+        memo = self._names
+        if key in memo:
+            return memo[key]
+        memo[key] = None  # a name assigned from itself (`x = x.to(d)`) ends here
+        result = self._name_uncached(name, scope, depth)
+        memo[key] = result
+        return result
+
+    def _name_uncached(self, name: str, scope: FuncDef | None, depth: int) -> str | None:
+        index = self.index
+        if scope is not None:
+            values = index.scoped_assigns.get((scope, name))
+            if values:
+                return self._first(values, name, scope, depth)
+            if name in self.params(scope):
+                return f"param:{index.qualname_of(scope)}.{name}"
+            outer = index.owner.get(scope)
+            if outer is not None:  # a closure reads its enclosing function's names
+                return self._name(name, outer, depth + 1)
+        values = index.scoped_assigns.get((None, name))
+        if values:
+            if scope is not None:
+                return f"global:{name}"
+            return self._first(values, name, None, depth)
+        if name in index.classes or index.module_function(name) is not None:
+            return None
+        if name in index.import_locals:
+            return f"imp:{name}"
+        return None
+
+    def _first(self, assigns: list[ast.Assign | ast.AnnAssign], name: str, scope: FuncDef | None,
+               depth: int) -> str | None:
+        d = self._first_uncached(assigns, name, scope, depth)
+        if d is not None and _loaderish(d) and not d.endswith("!gpu") and any(
+                _places(a.value, name) for a in assigns[1:]):
+            return d + "!gpu"  # `loader = DataLoader(...)`; later `loader = fabric.setup...(loader)`
+        return d
+
+    def _first_uncached(self, assigns: list[ast.Assign | ast.AnnAssign], name: str,
+                        scope: FuncDef | None, depth: int) -> str | None:
+        for a in assigns:
+            if a.value is None:
+                continue
+            targets = a.targets if isinstance(a, ast.Assign) else [a.target]
+            for t in targets:
+                if isinstance(t, (ast.Tuple, ast.List)) and dotted(t) is None:
+                    d = self._unpacked(t, a.value, name, scope, depth)
+                    if d is not None:
+                        return d
+                elif dotted(t) == name:
+                    d = self.describe(a.value, scope, depth + 1)
+                    if d is not None:
+                        return d
+        return None
+
+    def _unpacked(self, target: ast.Tuple | ast.List, value: ast.expr, name: str,
+                  scope: FuncDef | None, depth: int) -> str | None:
+        """`model, opt, loader = accelerator.prepare(model, opt, loader)`, `a, b = x, y`."""
+        pos = next((i for i, e in enumerate(target.elts) if dotted(e) == name), None)
+        if pos is None:
+            return None
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+            return self.describe(value.elts[pos], scope, depth + 1)
+        if isinstance(value, ast.Call) and callee_tail(value) in {"prepare", "setup_dataloaders"} \
+                and len(value.args) == len(target.elts):
+            d = self.describe(value.args[pos], scope, depth + 1)
+            return f"{d}!gpu" if _loaderish(d) else d
+        if isinstance(value, ast.Call):
+            d = self._call(value, scope, depth)
+            if d and d.startswith("call:"):
+                return f"{d}#{pos}"
+        return None
+
+    def _call(self, call: ast.Call, scope: FuncDef | None, depth: int) -> str | None:
+        index = self.index
+        func = call.func
+        tail = callee_tail(call)
+        lid = self._loader_ids.get(id(call))
+        if lid is not None:
+            return f"loader@{lid}"
+        qn = qualname(func, index.aliases) or ""
+        if tail == "device" and qn in {"torch.device", "device"}:
+            arg = call.args[0] if call.args else None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                return "device:cpu" if arg.value in {"cpu", "meta"} else "device:gpu"
+            d = self.describe(arg, scope, depth + 1) if arg is not None else None
+            if d in {"device:cpu", "str:cpu"}:
+                return "device:cpu"
+            return "device:any" if d is None or not d.startswith(("device:gpu", "str:cuda")) \
+                else "device:gpu"
+        if qn.startswith("torch.accelerator.") or qn in {"torch.cuda.current_device"}:
+            return "device:gpu"
+        if isinstance(func, ast.Attribute):
+            inner = func.value
+            if tail in MODEL_WRAPPERS and tail not in {"DDP", "compile"}:
+                d = self.describe(inner, scope, depth + 1)
+                if d and (d == "model" or d.startswith(("obj:", "call:", "attr:", "param:",
+                                                         "global:", "imp:"))):
+                    return d if tail not in {"to", "cuda"} or d != "model" else "model"
+                return d if d in {"gpu", "cpu"} else None
+            if tail in {"prepare", "setup_dataloaders"} and len(call.args) == 1:
+                d = self.describe(call.args[0], scope, depth + 1)
+                placer = (dotted(func.value) or "").rsplit(".", 1)[-1].lower()
+                if _loaderish(d) and ("accelerator" in placer or "fabric" in placer):
+                    return f"{d}!gpu"
+                return d
+        if tail in {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel",
+                    "FSDP"} or (tail == "compile" and "torch" in qn):
+            return "model"
+        if MODEL_FACTORY_RE.search(qn):
+            return "model"
+        if tail in BATCH_WRAPPERS and call.args:
+            d = self.describe(call.args[0], scope, depth + 1)
+            if d and d.startswith(("loader", "batches", "param:", "attr:", "call:", "global:",
+                                   "imp:")):
+                return "batches" if d.startswith(("loader", "batches")) else f"wrap:{d}"
+            first = dotted(call.args[0])
+            if first and LOADERISH_RE.search(first.rsplit(".", 1)[-1]):
+                return "loader"
+            return None
+        name = dotted(func)
+        if name is None:
+            return None
+        return f"call:{self._callee(name, scope, depth + 1)}"
+
+    def _callee(self, name: str, scope: FuncDef | None, depth: int = 0) -> str:
+        """The callee's name with a local object's class substituted
+        (`trainer.train` -> `Trainer.train` when `trainer = Trainer(...)`)."""
+        head, _, rest = name.partition(".")
+        if depth > MAX_DEPTH:
+            return name
+        if not rest:  # a bare name: a parameter or a local object called (`loss_scaler(...)`)
+            d = self._name(name, scope, depth + 1) if name not in self.index.functions else None
+            if d and d.startswith(("param:", "call:", "global:", "imp:", "attr:")):
+                return f"val:{d}"
+            return name
+        if head == "self" and scope is not None and rest:
+            cls = self.index.class_of.get(scope)
+            if cls is not None:
+                attr, _, more = rest.partition(".")
+                if not more and self.index.method(cls, attr) is not None:
+                    return f"{cls.name}.{attr}"
+                return f"attr:{cls.name}.{attr}" + (f".{more}" if more else "")
+        if rest:
+            d = self._name(head, scope, depth + 1) if head != "self" else None
+            if d and d.startswith("call:"):
+                cls_name = d[5:]
+                if "#" not in cls_name and cls_name.split(".")[-1][:1].isupper():
+                    return f"{cls_name}.{rest}"
+            if d and d.startswith(("param:", "attr:", "global:")):
+                return f"{d}.{rest}"
+        return name
+
+
+def _marks(index: ModuleIndex, fn: FuncDef) -> tuple[bool, list[str], bool]:
+    """Does ``fn`` run backward/step outside its own loops; what does it call there;
+    does it have loops."""
+    callees = [n for c in index.direct_calls.get(fn, ()) for n in [dotted(c.func)] if n]
+    return fn in index.steps_directly, callees, fn in index.funcs_with_loops
+
+
+def summarize(index: ModuleIndex) -> ModuleSummary:
+    """The summary of one indexed module."""
+    d = Describer(index)
+    s = ModuleSummary(index.path, imports=tuple(index.imports), facts=dict(index.facts))
+    handlers, handler_names = repeated_functions(index)
+    for fns in index.functions.values():
+        for fn in fns:
+            qn = index.qualname_of(fn)
+            if qn in s.functions:
+                continue
+            marks, callees, has_loop = _marks(index, fn)
+            callees = [d._callee(c, fn) for c in callees]
+            returns = tuple(sorted({x for r in index.returns.get(fn, ()) if r.value is not None
+                                    for x in [d.describe(r.value, fn)] if x}))
+            ys = index.yields.get(fn, [])
+            yields: set[str] = set()
+            for y in ys:
+                if isinstance(y, ast.YieldFrom):
+                    x = d.describe(y.value, fn)
+                    if x:
+                        yields.add(x)
+                    elif y.value is not None and LOADERISH_RE.search(dotted(y.value) or "@"):
+                        yields.add("loader")
+            if ys:
+                for loop in index.loops_of.get(fn, ()):
+                    if isinstance(loop, (ast.For, ast.AsyncFor)):
+                        x = d.describe(loop.iter, fn)
+                        if x:
+                            yields.add(x)
+                        elif LOADERISH_RE.search((dotted(loop.iter) or "@").rsplit(".", 1)[-1]):
+                            yields.add("loader")
+                for call in index.calls_of.get(fn, ()):
+                    if callee_tail(call) == "next" and call.args:
+                        x = d.describe(call.args[0], fn)
+                        if x:
+                            yields.add(x)
+            params = tuple(a.arg for a in fn.args.posonlyargs + fn.args.args)
+            s.functions[qn] = FuncSummary(qn, fn.lineno, params, fn in index.class_of, marks,
+                                          tuple(dict.fromkeys(callees)), has_loop, returns,
+                                          tuple(sorted(yields)), bool(ys),
+                                          fn in handlers or fn.name in handler_names)
+    for name, cls in index.classes.items():
+        attrs: dict[str, str] = {}
+        methods = []
+        for stmt in cls.body:
+            if isinstance(stmt, FUNCS):
+                methods.append(stmt.name)
+        # self.X = ... in any method; __init__ first
+        order = sorted((f for m in methods for f in index.functions.get(m, ())
+                        if index.class_of.get(f) is cls), key=lambda f: f.name != "__init__")
+        for fn in order:
+            for a in index.assigns_of.get(fn, ()):
+                for t in a.targets:
+                    tn = dotted(t)
+                    if tn and tn.startswith("self.") and tn.count(".") == 1:
+                        key = tn[5:]
+                        if key not in attrs:
+                            desc = d.describe(a.value, fn)
+                            if desc:
+                                attrs[key] = desc
+                    elif isinstance(t, (ast.Tuple, ast.List)):
+                        for e in t.elts:
+                            en = dotted(e)
+                            if en and en.startswith("self.") and en.count(".") == 1 \
+                                    and en[5:] not in attrs:
+                                desc = d._unpacked(t, a.value, en, fn, 0)
+                                if desc:
+                                    attrs[en[5:]] = desc
+        bases = tuple(b for b in (dotted(x) for x in cls.bases) if b)
+        getitem = index.method(cls, "__getitem__")
+        nodes = [n for stmt in getitem.body for n in ast.walk(stmt)] if getitem is not None \
+            else []
+        trivial = getitem is not None and not any(
+            isinstance(n, ast.Call) and not _cheap_method(n) for n in nodes)
+        plain = trivial and not any(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+                                    for n in nodes)
+        s.classes[name] = ClassSummary(name, cls.lineno, bases, tuple(methods), attrs,
+                                       name in index.module_classes, trivial, plain)
+    for (owner, name), top in index.scoped_assigns.items():
+        if owner is None and "." not in name:
+            desc = d._first(top, name, None, 0)
+            if desc:
+                s.globals[name] = desc
+    s.settings = {**constructor_settings(index.calls_by_tail, index.path),
+                  **class_settings(index.classes, index.path),
+                  **argparse_settings(index.calls_by_tail, index.path)}
+    s.gpu_origins = tuple(index.gpu_origins)
+    s.cpu_only_devices = bool(index.cpu_device_lines) and not index.gpu_origins
+    s.cpu_devices = bool(index.cpu_device_lines) or any(
+        v == {"cpu"} or "cpu" in v for v in index.device_literals.values())
+    for call in dataloader_calls(index):
+        lid = loader_id(call)
+        s.loaders[lid] = LoaderSummary(lid, call.func.lineno, _pins(index, call))
+    s.callsites = tuple(_callsites(index, d))
+    return s
+
+
+# Calls that take a function and run it many times: ignite's `Engine(step)`,
+# `engine.add_event_handler(Events.X, fn)`, hooks.
+RUNNERS = frozenset({"Engine", "DeterministicEngine", "add_event_handler", "register_forward_hook",
+                     "register_full_backward_hook", "register_forward_pre_hook", "register_hook",
+                     "attach_handler"})
+
+
+def repeated_functions(index: ModuleIndex) -> tuple[set[FuncDef], set[str]]:
+    """Functions that run many times by design: decorated as event handlers
+    (`@trainer.on(Events.EPOCH_COMPLETED)`), or handed to an engine or a hook."""
+    decorated: set[FuncDef] = set()
+    for fns in index.functions.values():
+        for fn in fns:
+            for dec in fn.decorator_list:
+                target = dec.func if isinstance(dec, ast.Call) else dec
+                if (dotted(target) or "").rsplit(".", 1)[-1] in {"on", "register", "hook",
+                                                                  "every", "on_event"}:
+                    decorated.add(fn)
+    names: set[str] = set()
+    for tail in RUNNERS:
+        for call in index.calls_by_tail.get(tail, ()):
+            for a in [*call.args, *(k.value for k in call.keywords)]:
+                if isinstance(a, ast.Name):
+                    names.add(a.id)
+    return decorated, names
+
+
+def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
+    """Calls whose arguments say something about the callee's parameters."""
+    out: list[CallSite] = []
+    local_names = set(index.functions) | set(index.classes) | index.import_locals
+    for call in index.calls:
+        if not call.args and not call.keywords and call not in index.calls_in_loop:
+            continue
+        name = dotted(call.func)
+        if name is None:
+            continue
+        scope = index.owner.get(call)
+        callee = d._callee(name, scope)
+        if callee.split(".", 1)[0] not in local_names and not callee.startswith(
+                ("attr:", "param:", "global:", "val:")):
+            continue
+        in_loop = call in index.calls_in_loop
+        args = tuple(d.describe(a, scope) if not isinstance(a, ast.Starred) else None
+                     for a in call.args)
+        kwargs = tuple((k.arg, x) for k in call.keywords if k.arg
+                       for x in [d.describe(k.value, scope)] if x)
+        if not any(args) and not kwargs and not in_loop:
+            continue
+        caller = index.qualname_of(scope) if scope is not None else ""
+        out.append(CallSite(callee, caller, args, kwargs, call.lineno, in_loop))
+    return out
+
+
+def _loaderish(d: str | None) -> bool:
+    """A descriptor of a loader: a DataLoader of the program, or a DataModule's
+    `train_dataloader()` (`call:param:main.data.train_dataloader`)."""
+    if not d:
+        return False
+    if d.startswith("loader"):
+        return True
+    return d.startswith("call:") and d.partition("#")[0].rsplit(".", 1)[-1] in DATAMODULE_LOADERS
+
+
+def _places(value: ast.expr | None, name: str) -> bool:
+    """Is ``value`` an accelerate/Fabric call that places the loader ``name`` on the
+    device (`fabric.setup_dataloaders(train_loader, val_loader)`)?"""
+    if not isinstance(value, ast.Call) or callee_tail(value) not in {"prepare",
+                                                                     "setup_dataloaders"}:
+        return False
+    if not isinstance(value.func, ast.Attribute):
+        return False
+    placer = (dotted(value.func.value) or "").rsplit(".", 1)[-1].lower()
+    return ("accelerator" in placer or "fabric" in placer) and any(
+        dotted(a) == name for a in value.args)
+
+
+# tensor methods that cost nothing next to loading an item (`self.features[idx].float()`)
+CHEAP_ITEM_METHODS = frozenset({"float", "long", "int", "half", "double", "bool", "byte",
+                                "clone", "view", "reshape", "unsqueeze", "squeeze", "permute",
+                                "contiguous", "flatten", "t"})
+
+
+def _cheap_method(call: ast.Call) -> bool:
+    """A dtype/shape method of an attribute's item (`self.x[i].float()`): no loading."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in CHEAP_ITEM_METHODS:
+        return False
+    inner = func.value
+    while isinstance(inner, (ast.Subscript, ast.Attribute)):
+        inner = inner.value
+    return isinstance(inner, ast.Name) and inner.id == "self" and not any(
+        isinstance(a, ast.Call) for a in call.args)

@@ -1,0 +1,672 @@
+"""The value model: what an expression evaluates to as the code runs, statement by
+statement -- a GPU tensor (a model's output, a loss, a ``.to(device)`` result and what is
+computed from it), a boolean GPU mask, a host value (``.item()`` results, literals,
+shapes, ``torch.tensor`` without a device), a model, a loader, an instance of a class of
+the program, or unknown (None).
+
+Kinds are short strings so that environments stay cheap to copy: ``gpu``, ``mask``,
+``cpu``, ``model``, ``loader`` / ``loader@MODULE|ID`` (a DataLoader built at a known
+place), ``obj@MODULE|Class``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+from pitstop.lint.astutil import (
+    LOSS_RE,
+    MODEL_EXACT,
+    MODEL_RE,
+    callee_tail,
+    dotted,
+    iter_shallow,
+    kwarg,
+    qualname,
+    root_name,
+    target_names,
+)
+from pitstop.lint.devices import CPU as DEV_CPU
+from pitstop.lint.devices import GPU as DEV_GPU
+from pitstop.lint.index import MODEL_FACTORY_RE, FuncDef, ModuleIndex
+from pitstop.lint.loaders import DROP_INS
+from pitstop.lint.summary import BATCH_WRAPPERS
+
+if TYPE_CHECKING:
+    from pitstop.lint.context import ModuleContext
+    from pitstop.lint.walk import State
+
+GPU = "gpu"  # a tensor on an accelerator
+MASK = "mask"  # a boolean tensor on an accelerator
+CPU = "cpu"  # certainly a host value (Python number, CPU tensor, numpy array)
+MODEL = "model"  # a module (callable; its outputs are GPU tensors in a GPU program)
+LOADER = "loader"  # a DataLoader or another iterable of batches
+
+HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "size", "dim", "numel",
+                          "ndimension", "element_size", "nelement", "get_device",
+                          "data_ptr", "is_contiguous", "stride", "storage_offset", "__len__"})
+META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad",
+                        "layout", "names", "is_leaf"})
+MASK_METHODS = frozenset({"bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge",
+                          "le", "logical_and", "logical_or", "logical_not", "isclose", "any",
+                          "all", "isneginf", "isposinf", "signbit"})
+MODEL_METHODS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers",
+                           "modules", "children", "state_dict", "named_modules", "train",
+                           "eval", "zero_grad", "apply", "register_forward_hook",
+                           "load_state_dict", "requires_grad_"})
+CREATORS = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn",
+                      "randint", "arange", "linspace", "eye", "zeros_like", "ones_like",
+                      "empty_like", "full_like", "rand_like", "randn_like", "from_numpy",
+                      "logspace", "randperm", "scalar_tensor"})
+# Calls on tensors whose result is no tensor.
+NOT_DERIVED = frozenset({"isinstance", "len", "print", "str", "repr", "format", "append", "extend",
+                         "update", "add_scalar", "log", "info", "debug", "warning", "set_postfix",
+                         "save", "dump", "id", "type", "hasattr", "getattr", "setattr",
+                         "backward", "step", "zero_grad", "clip_grad_norm_", "clip_grad_value_",
+                         "set_description", "write", "add_batch", "copy_", "record"})
+TORCH_MASKS = frozenset({"isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge", "le",
+                         "logical_and", "logical_or", "logical_not", "isclose", "any", "all"})
+
+
+# `build_model(cfg)`, `create_network()`, `get_backbone(...)`: functions that make a model
+BUILDER_RE = re.compile(r"^(build|create|get|make|load|init|setup|construct|instantiate|unwrap|"
+                        r"wrap|prepare)_?"
+                        r"(model|net|network|backbone|generator|discriminator|classifier|"
+                        r"encoder|decoder|unet|transformer|policy)s?$", re.IGNORECASE)
+
+
+PLACED = "!gpu"  # a loader whose batches arrive on the accelerator (accelerate, Fabric)
+# A value computed from GPU tensors by a function the analysis cannot see: probably a GPU
+# tensor. Reading it on the host (`.item()`, `.cpu()`) syncs; formatting it may not.
+DERIVED = "derived"
+# a Python list that GPU tensors were appended to (`all_b.append(b[idx])`): not a tensor
+# itself (`if all_b:` reads its length), but `torch.cat(all_b)` is a GPU tensor
+GPU_LIST = "gpu-list"
+# Methods of an accelerator object that hand back what they are given (placed).
+PLACERS = frozenset({"prepare", "setup_dataloaders", "prepare_data_loader"})
+COLLECTIVES = frozenset({"gather", "all_gather", "gather_for_metrics", "reduce", "all_reduce",
+                         "reduce_mean", "reduce_tensor", "pad_across_processes",
+                         "all_reduce_mean", "sync_tensor", "reduce_value", "concat_all_gather",
+                         "gather_tensor", "mean", "sum", "detach", "float"})
+
+
+def stringish(node: ast.AST) -> bool:
+    """A string expression: `"%f"`, `'%10s' * 2 + '%10.4g'`, an f-string."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, ast.JoinedStr):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        return stringish(node.left) or stringish(node.right)
+    return False
+
+
+def is_loader_kind(k: str | None) -> bool:
+    return k is not None and k.startswith(LOADER)
+
+
+def is_model(k: str | None) -> bool:
+    """A module: ``model``, or ``model@MODULE|Class`` when its class is known."""
+    return k is not None and k.startswith(MODEL)
+
+
+def placed(k: str | None) -> bool:
+    return k is not None and k.endswith(PLACED)
+
+
+class ValueModel:
+    """Kinds of the expressions of one module."""
+
+    def __init__(self, ctx: ModuleContext) -> None:
+        self.ctx = ctx
+        self._return_memo: dict[tuple[int, tuple[tuple[str, str], ...]], str | None] = {}
+        self._lambdas_open: set[int] = set()  # lambdas being evaluated (no recursion)
+
+    # ------------------------------------------------------------------ models
+    def is_model_callee(self, func: ast.AST, st: State) -> bool:
+        ctx = self.ctx
+        name = dotted(func)
+        if name is None:
+            return False
+        if is_model(st.env.get(name)) or name in ctx.index.model_names:
+            return True
+        k = st.env.get(name)
+        if k is not None and (k in (GPU, MASK, CPU) or k.startswith(("obj@", LOADER))):
+            return False  # a known value that is not a model
+        if name == "self" and st.func is not None:
+            cls = ctx.index.class_of.get(st.func)
+            return cls is not None and (cls.name in ctx.index.module_classes or
+                                        ctx.program.class_is(ctx.key, cls.name, "module"))
+        tail = name.rsplit(".", 1)[-1]
+        return bool(MODEL_RE.search(tail.lower())) or tail in MODEL_EXACT
+
+    def looks_like_module(self, node: ast.AST, st: State) -> bool:
+        """``Net()``, ``resnet50()``, ``model``: something that is a module, not a tensor."""
+        if isinstance(node, ast.Call):
+            tail = callee_tail(node)
+            if tail[:1].isupper() and tail not in {"Tensor", "DataLoader"} and not tail.isupper():
+                return True
+            if tail in {"to", "cuda", "half", "float", "bfloat16"} and isinstance(
+                    node.func, ast.Attribute):
+                return self.looks_like_module(node.func.value, st)
+            if MODEL_FACTORY_RE.search(qualname(node.func, self.ctx.aliases) or "") or \
+                    BUILDER_RE.search(tail):
+                return True
+            return is_model(self._program_kind(node, st))
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            return is_model(st.env.get(dotted(node) or "")) or self.is_model_callee(node, st)
+        return False
+
+    def module_kind(self, node: ast.AST, st: State, moved: ast.AST) -> str:
+        """The kind of a module moved with `.to()`/`.cuda()`: its class kept when known."""
+        k = self.kind(node, st)
+        if is_model(k):
+            return k  # type: ignore[return-value]
+        if isinstance(node, ast.Call):
+            prog = self._program_kind(node, st)
+            if is_model(prog):
+                return prog  # type: ignore[return-value]
+        return MODEL
+
+    # ------------------------------------------------------------------ kinds
+    def kind(self, node: ast.AST, st: State) -> str | None:
+        """What ``node`` evaluates to: GPU, MASK, CPU, MODEL, a loader or object kind, or
+        None (unknown)."""
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = dotted(node)
+            if name is not None and name in st.env:
+                return st.env[name]
+            if isinstance(node, ast.Attribute):
+                inner = self.kind(node.value, st)
+                if inner in (GPU, MASK, DERIVED):
+                    if node.attr in META_ATTRS:
+                        return CPU
+                    if inner == MASK and node.attr in {"T", "mT", "data"}:
+                        return MASK
+                    if node.attr in {"T", "mT", "H", "data", "grad", "real", "imag"} or \
+                            not node.attr.startswith("_"):
+                        return inner if inner == DERIVED else GPU  # outputs.logits, loss.data
+                return None
+            return None
+        if isinstance(node, ast.Constant):
+            return CPU
+        if isinstance(node, (ast.JoinedStr, ast.Dict, ast.Set)):
+            return CPU
+        if isinstance(node, ast.Call):
+            return self._call_kind(node, st)
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Mod) and stringish(node.left):
+                return CPU  # `"%.3f" % loss` is a string (formatting it is the sync)
+            left, right = self.kind(node.left, st), self.kind(node.right, st)
+            if MASK in (left, right) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
+                return MASK
+            if GPU in (left, right) or MASK in (left, right):
+                return GPU
+            if DERIVED in (left, right):
+                return DERIVED
+            if left == CPU and right == CPU:
+                return CPU
+            return None
+        if isinstance(node, ast.UnaryOp):
+            inner = self.kind(node.operand, st)
+            if isinstance(node.op, ast.Not):
+                return CPU if inner == CPU else (MASK if inner in (GPU, MASK) else None)
+            return inner if inner in (GPU, MASK, CPU) else None
+        if isinstance(node, ast.Compare):
+            if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+                return CPU
+            kinds = [self.kind(node.left, st)] + [self.kind(c, st) for c in node.comparators]
+            if GPU in kinds or MASK in kinds:
+                return MASK
+            return CPU if all(k == CPU for k in kinds) else None
+        if isinstance(node, ast.Subscript):
+            inner = self.kind(node.value, st)
+            if inner in (GPU, MASK):
+                return inner
+            if inner is None and root_name(node.value) not in st.batch \
+                    and self.kind(node.slice, st) in (GPU, MASK):
+                return GPU  # indexed with a GPU tensor: the result is on the GPU too
+            return None
+        if isinstance(node, ast.IfExp):
+            a, b = self.kind(node.body, st), self.kind(node.orelse, st)
+            return a if a == b else (GPU if GPU in (a, b) else None)
+        if isinstance(node, ast.BoolOp):
+            kinds = [self.kind(v, st) for v in node.values]
+            return MASK if GPU in kinds or MASK in kinds else None
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            # a collection of GPU tensors counts as GPU data (`tuple(t.to(d) for t in b)`)
+            return GPU if self.kind(node.elt, st) == GPU else None
+        if isinstance(node, ast.DictComp):  # `{k: v.to(device) for k, v in batch.items()}`
+            return GPU if self.kind(node.value, st) == GPU else None
+        return None
+
+    def tuple_has_gpu(self, node: ast.AST, st: State) -> bool:
+        """A tuple/list display holding a GPU tensor (`"%f %f" % (a, loss)`)."""
+        return isinstance(node, (ast.Tuple, ast.List)) and any(
+            self.kind(e.value if isinstance(e, ast.Starred) else e, st) in (GPU, MASK)
+            for e in node.elts)
+
+    def _call_kind(self, node: ast.Call, st: State) -> str | None:
+        ctx = self.ctx
+        func = node.func
+        tail = callee_tail(node)
+        if isinstance(func, ast.Attribute):
+            recv = self.kind(func.value, st)
+            if tail == "to":
+                dev = kwarg(node, "device")
+                target = dev.value if dev is not None else (node.args[0] if node.args else None)
+                dk = ctx.devices.kind(target, st.func) if target is not None else None
+                if dk == DEV_GPU or (dk == "maybe" and ctx.gpu_program):
+                    if recv == MASK:
+                        return MASK  # a boolean mask moved is still a mask
+                    return self.module_kind(func.value, st, node) if is_model(recv) or \
+                        self.looks_like_module(func.value, st) else GPU
+                if dk == DEV_CPU:
+                    return CPU
+                if target is not None and dk is None:
+                    other = self.kind(target, st)
+                    if other in (GPU, MASK):
+                        return GPU
+                return recv if recv in (GPU, MASK, CPU) or is_model(recv) else None
+            if tail == "cuda":
+                return self.module_kind(func.value, st, node) if is_model(recv) or \
+                    self.looks_like_module(func.value, st) else GPU
+            if tail == "cpu":  # a tensor or a module brought to the host
+                return CPU
+            if tail in MODEL_METHODS and tail not in {"train", "eval", "apply", "float", "half"}:
+                return None  # model.parameters(), .state_dict(): no tensor
+            if is_model(recv) and tail in {"train", "eval", "float", "half", "bfloat16",
+                                           "requires_grad_", "to_empty"}:
+                return recv
+            if recv in (GPU, MASK):
+                if tail in HOST_METHODS:
+                    return CPU
+                if tail in MASK_METHODS:
+                    return MASK
+                return GPU
+            if recv == DERIVED:
+                return CPU if tail in HOST_METHODS else (None if tail in NOT_DERIVED else DERIVED)
+            if is_model(recv) and tail in {"forward", "generate", "__call__", "module",
+                                           "compute"}:
+                # (a torchmetrics metric is a module: `.compute()` hands back its state,
+                # on the device the metric was moved to)
+                return GPU if ctx.gpu_program else None
+            if tail in PLACERS and len(node.args) == 1:
+                inner = self.kind(node.args[0], st)
+                if is_loader_kind(inner) and not placed(inner):
+                    return f"{inner}{PLACED}"
+                return inner
+            if recv is not None and recv.startswith("obj@"):
+                return None
+            if tail in COLLECTIVES and node.args and any(
+                    self.kind(a, st) in (GPU, MASK, DERIVED) for a in node.args
+                    if not isinstance(a, ast.Starred)):
+                return GPU  # accelerator.gather(loss), dist_util.reduce_mean(loss)
+        qn = qualname(func, ctx.aliases) or ""
+        if tail in {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel",
+                    "FSDP", "compile"} and (tail != "compile" or "torch" in qn):
+            return MODEL if ctx.gpu_program else None
+        if tail in {"float", "int", "bool", "len", "str", "repr", "round", "abs", "time",
+                    "perf_counter"} and isinstance(func, ast.Name):
+            return CPU
+        if tail == "DataLoader" or tail in DROP_INS:
+            from pitstop.lint.loaders import is_dataloader, loader_id
+
+            if is_dataloader(ctx.index, node):
+                return f"{LOADER}@{ctx.key}|{loader_id(node)}"
+        if tail in {"tuple", "list"} and isinstance(func, ast.Name) and len(node.args) == 1:
+            inner = self.kind(node.args[0], st)
+            return GPU if inner == GPU else None
+        if tail in BATCH_WRAPPERS and node.args and not isinstance(node.args[0], ast.Starred):
+            inner = self.kind(node.args[0], st)  # tqdm(loader), log_every(loader, 10)
+            if is_loader_kind(inner):
+                return inner
+        if tail in {"allclose", "equal", "is_tensor", "is_floating_point", "is_complex",
+                    "is_grad_enabled", "numel"} and qn.startswith("torch."):
+            return CPU
+        if tail in CREATORS and qn.startswith("torch."):
+            dev = kwarg(node, "device")
+            if dev is not None:
+                dk = ctx.devices.kind(dev.value, st.func)
+                if dk == DEV_GPU or (dk == "maybe" and ctx.gpu_program) or \
+                        self.kind(dev.value, st) == GPU:
+                    return GPU
+                return CPU if dk == DEV_CPU else None
+            if tail.endswith("_like") and node.args:
+                return self.kind(node.args[0], st)
+            return CPU
+        if st.env.get(dotted(func) or "") == CPU:  # `model = model.cpu()`; `model(x)`
+            return CPU
+        wrapped = self._iterator_over_loader(node, st)
+        if wrapped is not None:
+            return wrapped
+        prog = self._program_kind(node, st)
+        if prog is not None:
+            return prog
+        lam = self._lambda(node.func, st)
+        if lam is not None:
+            return self._lambda_kind(lam, node, st)
+        sym = ctx.callee_sym(node, st) if st.per_batch else None
+        if sym is not None and sym.kind == "func":
+            # a function of the program: what it returns, not what its name suggests
+            return self.return_kind_of_call(node, st)
+        if tail[:1].isupper() and not tail.isupper() and tail not in {"Tensor", "DataLoader"} \
+                and isinstance(func, (ast.Name, ast.Attribute)) and not qn.startswith(
+                    ("torch.utils", "numpy", "collections", "typing")):
+            first = self.kind(node.args[0], st) if node.args and not isinstance(
+                node.args[0], ast.Starred) else None
+            if is_loader_kind(first):
+                return first  # CycleIterator(loader), DataPrefetcher(loader): its batches
+            return MODEL if ctx.gpu_program else None
+        if BUILDER_RE.search(tail):  # `unwrap_model(unet)`, `build_model(cfg)`: a model
+            return MODEL
+        if self.is_model_callee(func, st):
+            return GPU if ctx.gpu_program else None
+        argkinds = [self.kind(a, st) for a in node.args if not isinstance(a, ast.Starred)]
+        argkinds += [self.kind(k.value, st) for k in node.keywords]
+        any_gpu = GPU in argkinds or MASK in argkinds
+        if LOSS_RE.search(tail) or qn.startswith("torch.nn.functional."):
+            return GPU if any_gpu else None
+        if qn.startswith("torch.") and not qn.startswith(("torch.cuda.", "torch.distributed.")):
+            if tail in TORCH_MASKS:
+                return MASK if any_gpu else None
+            if tail in {"stack", "cat", "concat", "concatenate"} and MASK in argkinds + [
+                    self.kind(e, st) for a in node.args if isinstance(a, (ast.Tuple, ast.List))
+                    for e in a.elts]:
+                return MASK  # a stack of boolean masks is a mask
+            if tail in {"stack", "cat", "concat"} and node.args and isinstance(
+                    node.args[0], (ast.Tuple, ast.List)) and any(
+                    self.kind(e, st) in (GPU, MASK) for e in node.args[0].elts):
+                return GPU
+            if tail in {"stack", "cat", "concat", "vstack", "hstack"} and node.args \
+                    and argkinds[:1] == [GPU_LIST]:
+                return GPU
+            return GPU if any_gpu else None
+        if qn.startswith(("numpy.", "np.", "math.")):
+            return CPU
+        if self.moves_batch(node, st):
+            return GPU  # `to_device(batch, device)`, `prepare_batch(batch, device=device)`
+        # a function of the program: what does it return for these arguments?
+        found = self.return_kind_of_call(node, st)
+        if found is None and (any_gpu or DERIVED in argkinds) and not qn.startswith(
+                ("builtins", "torch.cuda", "torch.distributed")) and tail not in NOT_DERIVED:
+            return DERIVED  # `acc1, acc5 = accuracy(output, target)` (timm, torchmetrics...)
+        return found
+
+    def _iterator_over_loader(self, node: ast.Call, st: State) -> str | None:
+        """`CycleIterator(train_loader)`, `DataPrefetcher(loader)`: an iterable class of
+        the program (or one it does not show) over a loader yields that loader's batches,
+        placed where the loader places them."""
+        tail = callee_tail(node)
+        if not node.args or isinstance(node.args[0], ast.Starred) or not tail[:1].isupper():
+            return None
+        first = self.kind(node.args[0], st)
+        if not is_loader_kind(first):
+            return None
+        sym = self.ctx.callee_sym(node, st)
+        if sym is None:
+            return first
+        if sym.kind != "class":
+            return None
+        summary = self.ctx.program.klass(sym.module, sym.name)
+        if summary is not None and {"__iter__", "__next__"} & set(summary.methods):
+            return first
+        return None
+
+    def _lambda(self, func: ast.expr, st: State) -> ast.Lambda | None:
+        """The module-level lambda a call runs (`reduce_sum = lambda x, *a: x.sum(*a)`,
+        called as `reduce_sum(t)` or, through `d2l = sys.modules[__name__]`, as
+        `d2l.reduce_sum(t)`)."""
+        name = dotted(func)
+        if name is None or name in st.env:
+            return None
+        index = self.ctx.index
+        parts = name.split(".")
+        if len(parts) == 2 and _only_value(index, parts[0]) is not None and \
+                _is_self_module(_only_value(index, parts[0])):
+            parts = parts[1:]
+        if len(parts) != 1 or (st.func is not None and (
+                (st.func, parts[0]) in index.scoped_assigns
+                or parts[0] in {a.arg for a in st.func.args.args})):
+            return None
+        value = _only_value(index, parts[0])
+        return value if isinstance(value, ast.Lambda) else None
+
+    def _lambda_kind(self, lam: ast.Lambda, call: ast.Call, st: State) -> str | None:
+        if id(lam) in self._lambdas_open or len(self._lambdas_open) > 3:
+            return None
+        from dataclasses import replace
+
+        env = dict(st.env)
+        params = [a.arg for a in lam.args.args]
+        for p in params:
+            env.pop(p, None)
+        for p, a in zip(params, call.args, strict=False):
+            if isinstance(a, ast.Starred):
+                break
+            k = self.kind(a, st)
+            if k is not None:
+                env[p] = k
+        self._lambdas_open.add(id(lam))
+        try:
+            return self.kind(lam.body, replace(st, env=env))
+        finally:
+            self._lambdas_open.discard(id(lam))
+
+    def _program_kind(self, node: ast.Call, st: State) -> str | None:
+        """What the program model says a call returns: a model, a loader, an object."""
+        ctx = self.ctx
+        name = dotted(node.func)
+        if name is None:
+            return None
+        head = name.split(".", 1)[0]
+        if head in st.env and not st.env[head].startswith("obj@"):
+            return None
+        kind = ctx.kind_of_resolved(ctx.resolve_call_result(node, st))
+        # (a model by its class is followed where it is called, not where it is returned)
+        return MODEL if is_model(kind) else kind
+
+    # ------------------------------------------------------------------ returns
+    def return_kind_of_call(self, call: ast.Call, st: State) -> str | None:
+        if st.depth > 2 or st.hot is None or st.rare:
+            return None
+        target = self.ctx.function_target(call, st)
+        if target is None:
+            return None
+        tctx, fn = target
+        env = self.bind_params(fn, call, st, tctx)
+        return tctx.values.return_kind(fn, env, st.depth + 1)
+
+    def return_kind(self, fn: FuncDef, env: dict[str, str], depth: int) -> str | None:
+        key = (id(fn), tuple(sorted(env.items())))
+        memo = self._return_memo
+        if key in memo:
+            return memo[key]
+        memo[key] = None
+        returns = self.ctx.index.returns.get(fn, [])
+        result: str | None = None
+        if returns:
+            sub = self._simulate(fn, env, depth)
+            kinds = {self.kind(r.value, sub) if not isinstance(r.value, ast.Tuple) else
+                     (GPU if any(self.kind(e, sub) == GPU for e in r.value.elts) else None)
+                     for r in returns if r.value is not None}
+            result = kinds.pop() if len(kinds) == 1 else (GPU if GPU in kinds else None)
+        memo[key] = result
+        return result
+
+    def _simulate(self, fn: FuncDef, env: dict[str, str], depth: int) -> State:
+        """The kinds of a function's names at its end, its assignments taken in source
+        order, no findings (`x = x.to(device); return x` returns a GPU tensor;
+        `out.append(gpu)` makes `out` a list of GPU tensors)."""
+        from pitstop.lint.walk import State
+
+        sub = State(env=dict(env), depth=depth, func=fn)
+        steps = sorted((n for n in iter_shallow(fn.body, into_loops=True)
+                        if isinstance(n, (ast.Assign, ast.Call))),
+                       key=lambda n: (n.lineno, n.col_offset))
+        for n in steps:
+            if isinstance(n, ast.Assign):
+                self.bind(n.targets, n.value, sub)
+            elif callee_tail(n) == "append" and len(n.args) == 1 \
+                    and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                    and (self.kind(n.args[0], sub) == GPU or self.tuple_has_gpu(n.args[0], sub)):
+                sub.env[n.func.value.id] = GPU  # its items are GPU tensors
+        return sub
+
+    def return_items(self, fn: FuncDef, env: dict[str, str], depth: int, n: int
+                     ) -> list[str | None] | None:
+        """Kinds of the items of the ``n``-tuple a function returns (`return out, lengths`)."""
+        tuples = [r.value for r in self.ctx.index.returns.get(fn, [])
+                  if isinstance(r.value, ast.Tuple) and len(r.value.elts) == n]
+        if not tuples:
+            return None
+        sub = self._simulate(fn, env, depth)
+        out: list[str | None] = []
+        for i in range(n):
+            kinds = {self.kind(t.elts[i], sub) for t in tuples}
+            out.append(kinds.pop() if len(kinds) == 1 else None)
+        return out
+
+    def bind_params(self, fn: FuncDef, call: ast.Call | None, st: State,
+                    callee_ctx: ModuleContext | None = None) -> dict[str, str]:
+        """The callee's parameters bound to the kinds of the call's arguments."""
+        env: dict[str, str] = {}
+        if callee_ctx is None or callee_ctx is self.ctx:
+            env = {k: v for k, v in st.env.items() if k.startswith("self.")}
+        if call is None:
+            return env
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        cctx = callee_ctx or self.ctx
+        if params and params[0] in {"self", "cls"} and fn in cctx.index.class_of:
+            cls = cctx.index.class_of[fn]
+            unbound = isinstance(call.func, ast.Attribute) and dotted(call.func.value) == cls.name
+            if not unbound:  # obj.method(x), obj(x) -> __call__/forward: self is obj
+                params = params[1:]
+        extra: list[ast.expr] = []
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if i >= len(params):
+                extra.append(arg)
+                continue
+            k = self.kind(arg, st)
+            if k is not None:
+                env[params[i]] = k
+        if fn.args.vararg is not None and any(self.kind(a, st) in (GPU, MASK) for a in extra):
+            env[fn.args.vararg.arg] = GPU  # `def add(self, *args)`: a tuple of GPU tensors
+        for kw in call.keywords:
+            if kw.arg:
+                k = self.kind(kw.value, st)
+                if k is not None:
+                    env[kw.arg] = k
+        return env
+
+    def bind(self, targets: list[ast.expr], value: ast.expr, st: State) -> None:
+        """Assign ``value``'s kind to ``targets`` in ``st`` (and track batch data)."""
+        ctx = self.ctx
+        for target in targets:
+            if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+                    and len(target.elts) == len(value.elts):
+                for t, v in zip(target.elts, value.elts, strict=True):
+                    self.bind([t], v, st)
+                continue
+            if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, ast.Call) \
+                    and callee_tail(value) in PLACERS and len(value.args) == len(target.elts):
+                for t, v in zip(target.elts, value.args, strict=True):  # accelerator.prepare
+                    k = self.kind(v, st)
+                    if k is None and self.ctx.loops.is_batch_source(v, st):
+                        k = LOADER
+                    for name in target_names(t):
+                        if k is None:
+                            st.env.pop(name, None)
+                        else:
+                            st.env[name] = f"{k}{PLACED}" if is_loader_kind(k) and not placed(k) else k
+                continue
+            if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, ast.Call) \
+                    and not any(isinstance(e, ast.Starred) for e in target.elts):
+                items = self._tuple_kinds(value, st, len(target.elts))
+                if items is not None:
+                    for t, k in zip(target.elts, items, strict=True):
+                        for name in target_names(t):
+                            if k is None:
+                                st.env.pop(name, None)
+                            else:
+                                st.env[name] = k
+                    continue
+            k = self.kind(value, st)
+            from_batch = self._from_batch(value, st)
+            if from_batch and isinstance(value, ast.Call) and callee_tail(value) == "next" \
+                    and value.args and placed(self.kind(value.args[0], st)):
+                from_batch, k = False, GPU  # a batch that accelerate/Fabric already placed
+            rare = ctx.loops.rarity(value, st) == "rare" if isinstance(
+                value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) else False
+            src = st.batch_src.get(root_name(value) or "") if from_batch else None
+            for name in target_names(target):
+                if k is None:
+                    st.env.pop(name, None)
+                else:
+                    st.env[name] = k
+                if from_batch and "." not in name:
+                    st.batch.add(name)
+                    if src:
+                        st.batch_src[name] = src
+                elif name in st.batch and not from_batch:
+                    st.batch.discard(name)
+                if rare:
+                    ctx.rare_names.add(name)
+
+    def moves_batch(self, call: ast.Call, st: State) -> bool:
+        """A helper handed batch data and a GPU device: it moves the batch there."""
+        if not st.batch or not any(root_name(a) in st.batch for a in call.args
+                                   if not isinstance(a, ast.Starred)):
+            return False
+        dev = kwarg(call, "device")
+        devices = self.ctx.devices
+        if dev is not None:
+            return devices.is_gpu(dev.value, st.func)
+        return any(devices.kind(a, st.func) in (DEV_GPU, "maybe") and devices.is_gpu(a, st.func)
+                   for a in call.args[1:] if isinstance(a, (ast.Name, ast.Attribute)))
+
+    def _tuple_kinds(self, call: ast.Call, st: State, n: int) -> list[str | None] | None:
+        """Kinds of the items of the tuple a program function returns, when known."""
+        ctx = self.ctx
+        sym = ctx.callee_sym(call, st)
+        if sym is None or sym.kind != "func":
+            k = self.kind(call, st)
+            return [k] * n if k in (GPU, DERIVED) else None
+        out = [ctx.kind_of_resolved(ctx.program.returns_item(sym.module, sym.name, i))
+               for i in range(n)]
+        if not any(out) and st.hot is not None and not st.rare and st.depth <= 2:
+            target = ctx.function_target(call, st)
+            if target is not None:
+                tctx, fn = target
+                env = self.bind_params(fn, call, st, tctx)
+                return tctx.values.return_items(fn, env, st.depth + 1, n)
+        return out if any(out) else None
+
+    def _from_batch(self, value: ast.expr, st: State) -> bool:
+        """Is ``value`` (still host) batch data: a name holding a batch, an item of one,
+        or ``next(it)`` over a loader."""
+        if isinstance(value, ast.Call):
+            if callee_tail(value) == "next" and value.args and (
+                    is_loader_kind(self.kind(value.args[0], st))
+                    or self.ctx.loops.is_batch_source(value.args[0], st)):
+                return True
+            return isinstance(value.func, ast.Attribute) and root_name(value.func.value) in st.batch \
+                and callee_tail(value) not in {"to", "cuda"}
+        return root_name(value) in st.batch
+
+
+def _only_value(index: ModuleIndex, name: str) -> ast.expr | None:
+    """The value of a module-level name assigned exactly once."""
+    assigns = index.scoped_assigns.get((None, name), ())
+    if len(assigns) != 1:
+        return None
+    return assigns[0].value
+
+
+def _is_self_module(value: ast.expr | None) -> bool:
+    """`sys.modules[__name__]`: the module itself."""
+    return isinstance(value, ast.Subscript) and dotted(value.value) == "sys.modules" and \
+        isinstance(value.slice, ast.Name) and value.slice.id == "__name__"
