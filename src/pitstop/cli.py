@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "lint": "pitstop.lint.command:lint",
     "profile": "pitstop.profile.command:profile",
     "system": "pitstop.system.command:system",
+    "tune": "pitstop.tune.command:tune",
 }
 
 
