@@ -222,9 +222,11 @@ def _run(mode: str, *, dataset: str | None, model_spec: str | None, batch_size: 
         agree = group.reduce
     model_result = loader_result = None
     interrupted = False
+    from pitstop.tune import interrupt
+
     reporter: Any = ConsoleReporter(err_console) if main else SilentReporter()
     try:
-        with reporter:
+        with interrupt.guarded(), reporter:
             if mode == "both":
                 from pitstop.tune.both import tune_both
 

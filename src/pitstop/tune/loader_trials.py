@@ -45,10 +45,13 @@ import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 from torch.utils.data._utils.collate import default_collate
 
+from pitstop.bench.ladder import CompileTimeout as TrialTimeout
+from pitstop.bench.ladder import time_bound as time_limit
 from pitstop.bench.measure import Measurement, device_sync
 from pitstop.train.loader import MachineFacts, nbytes_of
 from pitstop.train.microbatch import batch_size_of
 from pitstop.train.prefetch import DevicePrefetcher
+from pitstop.tune import interrupt
 from pitstop.tune.budget import Budget, format_seconds
 from pitstop.tune.factory import DatasetTarget
 from pitstop.tune.measure import TrialPlan, robust_rate, timed_repeats, warm_up
@@ -58,6 +61,8 @@ from pitstop.tune.reasons import first_line
 
 # Seconds to wait for a worker process to exit after shutdown before killing it.
 REAP_TIMEOUT = 10.0
+# A trial may run past the budget by this share of it before it is cut off.
+GRACE = 0.1
 
 
 # ---------------------------------------------------------------- configurations
@@ -460,64 +465,77 @@ class LoaderTrials:
         planned = self.estimated_seconds(config)
         self.reporter.trial_started(f"trial {index} {role}: {config.label()}", planned)
         started = time.perf_counter()
+        bound = self.budget.left() + GRACE * self.budget.seconds
         sampler = ControlledSampler(self.stream)
         loader = self._loader(config, sampler)
         iterators: list[Any] = []
         pids: list[int] = []
+        quiet = False
         try:
-            t0 = time.perf_counter()
-            it = _start(loader)
-            iterators.append(it)
-            pids.extend(_worker_pids(it))
-            src = self._batches(it)
-            self._consume(next(src))
-            self.consumer.sync()
-            trial.startup_s = time.perf_counter() - t0
+            with time_limit(bound):
+                t0 = time.perf_counter()
+                it = _start(loader)
+                iterators.append(it)
+                pids.extend(_worker_pids(it))
+                src = self._batches(it)
+                self._consume(next(src))
+                self.consumer.sync()
+                trial.startup_s = time.perf_counter() - t0
 
-            def run(n: int, tick: Callable[[], None]) -> int:
-                samples = 0
-                for _ in range(n):
-                    samples += self._consume(next(src))
-                    tick()
-                return samples
+                def run(n: int, tick: Callable[[], None]) -> int:
+                    samples = 0
+                    for _ in range(n):
+                        samples += self._consume(next(src))
+                        tick()
+                        interrupt.check()
+                    return samples
 
-            warm = max(4, config.in_flight + config.num_workers + 2)
-            rate = warm_up(run, steps=warm, sync=self.consumer.sync, tick=self.reporter.tick)
-            steps = self.plan.steps_for(rate)
-            cpu0, c0 = _cpu_seconds(pids), time.perf_counter()
-            timed = timed_repeats(run, steps=steps, plan=self.plan, sync=self.consumer.sync,
-                                  tick=self.reporter.tick, budget=self.budget)
-            elapsed = time.perf_counter() - c0
-            m = timed.measurement
-            trial.measurement = m
-            trial.notes.extend(timed.notes)
-            trial.batches_per_s = m.steps / m.timed_seconds
-            if config.num_workers and cpu0 is not None:
-                cpu1 = _cpu_seconds(pids)
-                if cpu1 is not None and elapsed > 0:
-                    trial.worker_cpu = (cpu1 - cpu0) / elapsed / config.num_workers
-            if pids:
-                trial.worker_bytes = _worker_uss(pids)
-                if trial.worker_bytes and (not self.worker_bytes_measured
-                                           or trial.worker_bytes > self.worker_bytes):
-                    self.worker_bytes = trial.worker_bytes
-                    self.worker_bytes_measured = True
-            trial.boundary_s = self._boundary(loader, sampler, src, iterators, pids,
-                                              trial.batches_per_s)
-            trial.effective = self.effective(robust_rate(m), trial.batches_per_s,
-                                             trial.boundary_s)
+                warm = max(4, config.in_flight + config.num_workers + 2)
+                rate = warm_up(run, steps=warm, sync=self.consumer.sync, tick=self.reporter.tick)
+                steps = self.plan.steps_for(rate)
+                cpu0, c0 = _cpu_seconds(pids), time.perf_counter()
+                timed = timed_repeats(run, steps=steps, plan=self.plan, sync=self.consumer.sync,
+                                      tick=self.reporter.tick, budget=self.budget)
+                elapsed = time.perf_counter() - c0
+                m = timed.measurement
+                trial.measurement = m
+                trial.notes.extend(timed.notes)
+                trial.batches_per_s = m.steps / m.timed_seconds
+                if config.num_workers and cpu0 is not None:
+                    cpu1 = _cpu_seconds(pids)
+                    if cpu1 is not None and elapsed > 0:
+                        trial.worker_cpu = (cpu1 - cpu0) / elapsed / config.num_workers
+                if pids:
+                    trial.worker_bytes = _worker_uss(pids)
+                    if trial.worker_bytes and (not self.worker_bytes_measured
+                                               or trial.worker_bytes > self.worker_bytes):
+                        self.worker_bytes = trial.worker_bytes
+                        self.worker_bytes_measured = True
+                trial.boundary_s = self._boundary(loader, sampler, src, iterators, pids,
+                                                  trial.batches_per_s)
+                trial.effective = self.effective(robust_rate(m), trial.batches_per_s,
+                                                 trial.boundary_s)
         except KeyboardInterrupt:
             trial.status, trial.reason = "interrupted", "Ctrl-C while this trial ran"
             raise
+        except TrialTimeout:
+            trial.status = "skipped"
+            trial.reason = f"did not finish within the {bound:.0f} s the budget had left"
         except (DatasetItemError, BatchCollateError, StepError):
             trial.status, trial.reason = "failed", "the dataset, collate function or step raised"
+            quiet = True  # the usage error that follows says it all
             raise
         except Exception as err:
+            # Workers killed by the same Ctrl-C make the loader raise first: the
+            # interrupt, not the failure, is what happened.
+            trial.status, trial.reason = "interrupted", "Ctrl-C while this trial ran"
+            interrupt.check()
             trial.status, trial.reason = "failed", first_line(err)
         finally:
             _shutdown(loader, iterators, pids)
             trial.seconds = time.perf_counter() - started
-            self.reporter.trial_finished(self.describe(index, trial))
+            if not quiet:
+                self.reporter.trial_finished(self.describe(index, trial))
         return trial
 
     def boundary_only(self, config: LoaderConfig, steady: LoaderTrial, role: str) -> LoaderTrial:
@@ -537,40 +555,53 @@ class LoaderTrials:
         self.reporter.trial_started(f"trial {index} {role}: {config.label()}",
                                     2 * (steady.startup_s or 0.5))
         started = time.perf_counter()
+        bound = self.budget.left() + GRACE * self.budget.seconds
         sampler = ControlledSampler(self.stream)
         loader = self._loader(config, sampler)
         iterators: list[Any] = []
         pids: list[int] = []
+        quiet = False
         try:
-            t0 = time.perf_counter()
-            it = _start(loader)
-            iterators.append(it)
-            pids.extend(_worker_pids(it))
-            src = self._batches(it)
-            self._consume(next(src))
-            self.consumer.sync()
-            trial.startup_s = time.perf_counter() - t0
-            for _ in range(max(2, config.in_flight + config.num_workers)):
+            with time_limit(bound):
+                t0 = time.perf_counter()
+                it = _start(loader)
+                iterators.append(it)
+                pids.extend(_worker_pids(it))
+                src = self._batches(it)
                 self._consume(next(src))
-                self.reporter.tick()
-            trial.boundary_s = self._boundary(loader, sampler, src, iterators, pids,
-                                              steady.batches_per_s)
-            trial.effective = self.effective(robust_rate(steady.measurement),
-                                             steady.batches_per_s, trial.boundary_s)
-            trial.notes.append(f"steady rate from trial {trial.derived_from} (same settings "
-                               f"within an epoch)")
+                self.consumer.sync()
+                trial.startup_s = time.perf_counter() - t0
+                for _ in range(max(2, config.in_flight + config.num_workers)):
+                    self._consume(next(src))
+                    self.reporter.tick()
+                    interrupt.check()
+                trial.boundary_s = self._boundary(loader, sampler, src, iterators, pids,
+                                                  steady.batches_per_s)
+                trial.effective = self.effective(robust_rate(steady.measurement),
+                                                 steady.batches_per_s, trial.boundary_s)
+                trial.notes.append(f"steady rate from trial {trial.derived_from} (same settings "
+                                   f"within an epoch)")
         except KeyboardInterrupt:
             trial.status, trial.reason = "interrupted", "Ctrl-C while this trial ran"
             raise
+        except TrialTimeout:
+            trial.status = "skipped"
+            trial.reason = f"did not finish within the {bound:.0f} s the budget had left"
         except (DatasetItemError, BatchCollateError, StepError):
             trial.status, trial.reason = "failed", "the dataset, collate function or step raised"
+            quiet = True  # the usage error that follows says it all
             raise
         except Exception as err:
+            # Workers killed by the same Ctrl-C make the loader raise first: the
+            # interrupt, not the failure, is what happened.
+            trial.status, trial.reason = "interrupted", "Ctrl-C while this trial ran"
+            interrupt.check()
             trial.status, trial.reason = "failed", first_line(err)
         finally:
             _shutdown(loader, iterators, pids)
             trial.seconds = time.perf_counter() - started
-            self.reporter.trial_finished(self.describe(index, trial))
+            if not quiet:
+                self.reporter.trial_finished(self.describe(index, trial))
         return trial
 
     def _consume(self, batch: Any) -> int:
@@ -590,6 +621,7 @@ class LoaderTrials:
         for batch in src:
             self._consume(batch)
             last = time.perf_counter()
+        interrupt.check()
         sampler.restart()
         it = _start(loader)
         if it not in iterators:
@@ -659,7 +691,13 @@ def _worker_uss(pids: list[int]) -> int | None:
 
 
 def _shutdown(loader: DataLoader[Any], iterators: list[Any], pids: list[int]) -> None:
-    """Stop every worker of ``loader`` and wait until the processes are gone."""
+    """Stop every worker of ``loader`` and wait until the processes are gone (a Ctrl-C
+    meanwhile waits until they are)."""
+    with interrupt.deferred():
+        _stop_workers(loader, iterators, pids)
+
+
+def _stop_workers(loader: DataLoader[Any], iterators: list[Any], pids: list[int]) -> None:
     for it in iterators:
         stop = getattr(it, "_shutdown_workers", None)
         if callable(stop):

@@ -20,6 +20,7 @@ from pitstop.bench.measure import Measurement
 from pitstop.errors import UsageError
 from pitstop.train.loader import MachineFacts, gather_machine_facts
 from pitstop.train.prefetch import resolve_device, to_device
+from pitstop.tune import interrupt
 from pitstop.tune.budget import Budget
 from pitstop.tune.factory import DatasetTarget, as_dataset_target, as_model_target
 from pitstop.tune.loader_trials import (
@@ -162,6 +163,7 @@ def user_errors(named: str, model_named: str = "model") -> Any:
     return wrap()
 
 
+@interrupt.guard
 def tune_loader(dataset: Any, batch_size: int | None = None, *, device: str | torch.device = "auto",
                 budget: float = 60.0, model: Any = None, max_workers: int | None = None,
                 strategy: str = "search", reporter: Reporter | None = None,

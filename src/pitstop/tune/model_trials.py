@@ -29,10 +29,13 @@ from typing import Any
 
 import torch
 
+from pitstop.bench.ladder import CompileTimeout as TrialTimeout
+from pitstop.bench.ladder import time_bound as time_limit
 from pitstop.bench.measure import Measurement, device_sync
 from pitstop.train import TrainStep
 from pitstop.train.microbatch import batch_size_of, is_out_of_memory
 from pitstop.train.prefetch import map_tensors, to_device
+from pitstop.tune import interrupt
 from pitstop.tune.budget import Budget, format_seconds
 from pitstop.tune.factory import ModelTarget, loss_of
 from pitstop.tune.measure import TrialPlan, timed_repeats, warm_up
@@ -41,6 +44,8 @@ from pitstop.tune.reasons import first_line
 
 GUARD_STEPS = 4
 DEFAULT_TOLERANCE = 0.05
+# A trial may run past the budget by this share of it before it is cut off.
+GRACE = 0.1
 
 
 @dataclass(frozen=True)
@@ -310,8 +315,7 @@ class ModelTrials:
     def __init__(self, target: ModelTarget, device: torch.device, *, plan: TrialPlan,
                  budget: Budget, reporter: Reporter | None = None,
                  agree: Callable[[list[float], str], list[float]] | None = None,
-                 compile_guard: Callable[[float], contextlib.AbstractContextManager[Any]] | None = None,
-                 ) -> None:
+                 bounded: bool = True) -> None:
         self.target = target
         self.device = device
         self.plan = plan
@@ -319,7 +323,9 @@ class ModelTrials:
         self.reporter = reporter or SilentReporter()
         self.trials: list[ModelTrial] = []
         self._agree = agree or (lambda values, op: values)
-        self._compile_guard = compile_guard
+        # Each trial is cut off when the budget (plus GRACE) runs out. Not under
+        # torchrun: a rank cut off mid-trial would leave the others in a collective.
+        self._bounded = bounded
         self._sync = device_sync(device)
         self._batches: dict[int, Any] = {}
 
@@ -339,9 +345,13 @@ class ModelTrials:
             return float(sorted(done)[len(done) // 2])
         return self.plan.expected_seconds(warmup_seconds=1.0)
 
-    def measure(self, config: ModelConfig, group: str, *, time_bound: float | None = None
-                ) -> ModelTrial:
-        """Build ``config`` from scratch and time it on a fixed batch on the device."""
+    def measure(self, config: ModelConfig, group: str) -> ModelTrial:
+        """Build ``config`` from scratch and time it on a fixed batch on the device.
+
+        The trial is abandoned (status ``skipped``) when it runs past what the budget
+        has left, plus :data:`GRACE` of the budget."""
+        interrupt.check()
+        bound = self.budget.left() + GRACE * self.budget.seconds
         trial = self.record(ModelTrial(config, group, "measured"))
         index = len(self.trials)
         self.reporter.trial_started(f"trial {index} {group}: {config.label()}",
@@ -354,7 +364,7 @@ class ModelTrials:
             batch = self.batch(config.batch_size)
             _reset_peak(self.device)
             rss_before = _max_rss()
-            with global_switches(config):
+            with time_limit(bound if self._bounded else 0), global_switches(config):
                 torch.manual_seed(0)
                 built = BuiltStep(self.target, config, self.device)
                 step = built
@@ -363,17 +373,14 @@ class ModelTrials:
                     for _ in range(n):
                         step(batch)
                         tick()
+                        interrupt.check()
                     return n * config.batch_size
 
                 t0 = time.perf_counter()
-                guard_ctx = (self._compile_guard(time_bound) if config.compile_mode and
-                             self._compile_guard is not None and time_bound is not None
-                             else contextlib.nullcontext())
-                with guard_ctx:
-                    for _ in range(GUARD_STEPS):
-                        loss = step(batch)
-                        trial.losses.append(float(loss.float().item()))
-                        self.reporter.tick()
+                for _ in range(GUARD_STEPS):
+                    loss = step(batch)
+                    trial.losses.append(float(loss.float().item()))
+                    self.reporter.tick()
                 self._sync()
                 trial.warmup_s = time.perf_counter() - t0
                 rate = warm_up(run, steps=2, sync=self._sync, tick=self.reporter.tick)
@@ -390,28 +397,30 @@ class ModelTrials:
             trial.status, trial.reason = "interrupted", "Ctrl-C while this trial ran"
             raise
         except BaseException as err:
-            if is_out_of_memory(err) if isinstance(err, Exception) else False:
+            if isinstance(err, Exception) and is_out_of_memory(err):
                 oom = True
                 trial.status, trial.reason = "oom", "out of memory"
-            elif type(err).__name__ == "CompileTimeout":
+            elif isinstance(err, TrialTimeout):
                 trial.status = "skipped"
-                trial.reason = (f"torch.compile did not finish within the {time_bound:.0f} s "
-                                f"the budget had left")
+                trial.reason = (("torch.compile did not finish" if config.compile_mode and
+                                 trial.warmup_s is None else "did not finish")
+                                + f" within the {bound:.0f} s the budget had left")
             elif isinstance(err, Exception):
                 error = first_line(err)
                 trial.status, trial.reason = "failed", error
             else:
                 raise
         finally:
-            if built is not None:
-                built.close()
-            built = None
-            if trial.status != "measured":
-                trial.measurement = None
-            self._free()
-            if config.compile_mode:
-                _reset_dynamo()
-            trial.seconds = time.perf_counter() - started
+            with interrupt.deferred():
+                if built is not None:
+                    built.close()
+                built = None
+                if trial.status != "measured":
+                    trial.measurement = None
+                self._free()
+                if config.compile_mode:
+                    _reset_dynamo()
+                trial.seconds = time.perf_counter() - started
         # Under torchrun every rank must see the same outcome: any rank's OOM or
         # failure is everyone's, and the slowest rank's rate is the group's.
         self._agree_on(trial, oom)
@@ -464,6 +473,7 @@ def step_rate(built_step: BuiltStep, batch: Any, *, plan: TrialPlan, budget: Bud
         for _ in range(k):
             built_step(batch)
             tick()
+            interrupt.check()
         return k * n
 
     with global_switches(built_step.config):

@@ -33,6 +33,7 @@ import torch
 from pitstop.errors import UsageError
 from pitstop.train.precision import cpu_bf16_flags
 from pitstop.train.prefetch import resolve_device
+from pitstop.tune import interrupt
 from pitstop.tune.batch_size import HEADROOM, BatchSearch, search_batch_size
 from pitstop.tune.budget import Budget, format_seconds
 from pitstop.tune.factory import ModelTarget, as_model_target
@@ -262,6 +263,7 @@ def _cpuinfo() -> str | None:
     return Sysroot().read_text("/proc/cpuinfo")
 
 
+@interrupt.guard
 def tune_model(model: Any, batch: Any = None, loss_fn: Callable[..., Any] | None = None, *,
                batch_fn: Callable[[int], Any] | None = None,
                optimizer: Callable[..., Any] | None = None, batch_size: int | None = None,
@@ -312,10 +314,10 @@ def tune_model(model: Any, batch: Any = None, loss_fn: Callable[..., Any] | None
     plan = (TrialPlan(repeat_seconds=repeat_seconds) if repeat_seconds is not None
             else plan_for_budget(budget, trials=EXPECTED_TRIALS))
     started = time.perf_counter()
-    from pitstop.bench.ladder import compile_problem, time_bound
+    from pitstop.bench.ladder import compile_problem
 
     trials = ModelTrials(target, dev, plan=plan, budget=clock, reporter=reporter, agree=reduce,
-                         compile_guard=time_bound)
+                         bounded=agree is None)
     groups, not_tried = _options(target, dev, compile_problem(dev))
     notes: list[str] = []
     size = batch_size or _batch_size(target, named)
@@ -324,6 +326,7 @@ def tune_model(model: Any, batch: Any = None, loss_fn: Callable[..., Any] | None
     try:
         _search(trials, groups, result, size=size, clock=clock, reduce=reduce,
                 max_batch_size=max_batch_size, named=named)
+        interrupt.check()
     except KeyboardInterrupt:
         result.interrupted = True
         notes.append("interrupted (Ctrl-C): the choice is among the trials finished before it")
@@ -364,6 +367,9 @@ def _search(trials: ModelTrials, groups: dict[str, list[tuple[str, dict[str, Any
         reason = ref.reason or ref.status
         if ref.status == "failed":
             raise UsageError(f"{named}: the training step failed: {reason}")
+        if ref.status == "skipped":
+            raise UsageError(f"budget {clock.seconds:g} s is too small for one trial: the fp32 "
+                             f"reference step {reason}; give a larger --budget")
         notes.append(f"the fp32 reference could not be measured ({reason})")
         return
     ref.verdict = "reference"
@@ -426,7 +432,7 @@ def _search(trials: ModelTrials, groups: dict[str, list[tuple[str, dict[str, Any
             notes.append(f"{label} not tried: {left:.0f} s of budget left is too little to "
                          f"compile and measure")
             continue
-        trial = trials.measure(replace(best.config, **change), "compile", time_bound=left)
+        trial = trials.measure(replace(best.config, **change), "compile")
         if not trial.measured:
             trial.verdict = trial.status
             continue

@@ -37,6 +37,7 @@ from typing import Protocol
 
 from pitstop.bench.ladder import SLOWER_MARGIN, is_slower
 from pitstop.bench.measure import Measurement
+from pitstop.tune import interrupt
 from pitstop.tune.budget import Budget
 from pitstop.tune.loader_trials import LoaderConfig, LoaderTrial
 from pitstop.tune.measure import robust_rate
@@ -167,6 +168,7 @@ class LoaderSearch:
 
     # -- running one trial, within budget and memory
     def _try(self, config: LoaderConfig, role: str) -> LoaderTrial | None:
+        interrupt.check()
         config = config.normalised()
         for t in self.runner.trials:
             if t.config == config and t.status == "measured" and t.derived_from is None:
@@ -202,6 +204,7 @@ class LoaderSearch:
             self._sweep()
             self._refine_workers()
             self._refine_knobs()
+            interrupt.check()
         except KeyboardInterrupt:
             outcome.interrupted = True
             self.notes.append("interrupted (Ctrl-C): the choice is among the trials finished "
