@@ -10,17 +10,17 @@ import psutil
 import pytest
 import torch
 import torch.nn.functional as F
-from tune_factories import CorruptInWorkers, Records, Ragged
+from tune_factories import CorruptInWorkers, Ragged, Records
 
 import pitstop.tune
 from pitstop.errors import UsageError
+from pitstop.train import loader as train_loader
+from pitstop.train.loader import MachineFacts, gather_machine_facts
 from pitstop.tune.budget import Budget
+from pitstop.tune.calibration import LimitedIO, SleepIO, SleepStep
 from pitstop.tune.factory import as_dataset_target
 from pitstop.tune.loader_trials import CountingConsumer, LoaderConfig, LoaderTrials
 from pitstop.tune.measure import TrialPlan
-from pitstop.train import loader as train_loader
-from pitstop.train.loader import MachineFacts, gather_machine_facts
-from pitstop.tune.calibration import LimitedIO, SleepIO, SleepStep
 
 
 def children() -> list[psutil.Process]:

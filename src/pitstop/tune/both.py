@@ -50,14 +50,15 @@ def tune_both(dataset: Any, model: Any, *, budget: float = 180.0,
               device: str | torch.device = "auto", steps: int = 1000,
               tolerance: float | None = None, batch_size: int | None = None,
               reporter: Reporter | None = None, named: str = "dataset",
-              model_named: str = "model", **loader_kwargs: Any) -> BothResult:
+              model_named: str = "model", skip: tuple[str, ...] = (),
+              **loader_kwargs: Any) -> BothResult:
     """Tune ``model`` (a model factory's output), then ``dataset``'s loader against it."""
     dataset_target = as_dataset_target(dataset, named=named)
     target = as_model_target(model, named=model_named)
     extra: dict[str, Any] = {} if tolerance is None else {"tolerance": tolerance}
     model_result = tune_model(target, device=device, budget=budget * MODEL_SHARE, steps=steps,
                               batch_size=batch_size, reporter=reporter, named=model_named,
-                              **extra)
+                              skip=skip, **extra)
     cfg = model_result.config
     if cfg is None or model_result.interrupted:
         return BothResult(model_result, None)

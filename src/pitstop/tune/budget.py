@@ -74,6 +74,13 @@ class Budget:
         """Whether a piece of work estimated to take ``estimate`` s still fits."""
         return estimate <= self.left()
 
+    def local(self) -> Budget:
+        """The same budget read from this process's clock alone: for decisions inside a
+        trial, where a rank must not wait for the others (one may have failed)."""
+        view = Budget(self.seconds, clock=self._clock)
+        view.started = self.started
+        return view
+
     def share(self, fraction: float) -> Budget:
         """A budget for a part of the run: ``fraction`` of what is left now."""
         return Budget(self.left() * fraction, clock=self._clock, agree=self._agree)

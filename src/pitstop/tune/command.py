@@ -50,12 +50,15 @@ DEFAULT_BUDGETS = {"loader": "60s", "model": "120s", "both": "180s"}
 @click.option("--grid", is_flag=True,
               help="Loader: measure every configuration instead of searching (slow: the "
                    "reference the search is judged by).")
+@click.option("--skip", "skip", metavar="GROUPS",
+              help="Model option groups not to try, comma-separated: cudnn, tf32, precision, "
+                   "layout, optimizer, batch-size, compile.")
 @click.option("--loss-tolerance", type=click.FloatRange(min=0, min_open=True), default=0.05,
               show_default=True,
               help="Model: how far (relative) an option's first losses may drift from fp32's.")
 def tune(what: str | None, dataset: str | None, model_spec: str | None, batch_size: int | None,
          device: str, budget: str | None, steps: int, out: Path | None, model_out: Path | None,
-         json_path: Path | None, max_workers: int | None, grid: bool,
+         json_path: Path | None, max_workers: int | None, grid: bool, skip: str | None,
          loss_tolerance: float) -> int:
     """Measure DataLoader and training-step settings on YOUR dataset and model.
 
@@ -86,6 +89,16 @@ def tune(what: str | None, dataset: str | None, model_spec: str | None, batch_si
         raise UsageError(str(err)) from None
     if grid and mode == "model":
         raise UsageError("--grid searches loader settings: use it with pitstop tune loader")
+    from pitstop.tune.model_tune import SKIPPABLE
+
+    skipped = tuple(s.strip() for s in (skip or "").split(",") if s.strip())
+    bad = [s for s in skipped if s not in SKIPPABLE]
+    if bad:
+        raise UsageError(f"--skip {','.join(bad)}: not an option group; choose from "
+                         f"{', '.join(SKIPPABLE)}")
+    if skipped and mode == "loader":
+        raise UsageError("--skip names model option groups: use it with pitstop tune model "
+                         "or pitstop tune (both)")
     loader_out, model_cfg_out = _outputs(mode, out, model_out)
     from pitstop.fileio import check_output_path
 
@@ -115,7 +128,7 @@ def tune(what: str | None, dataset: str | None, model_spec: str | None, batch_si
     return _run(mode, dataset=dataset, model_spec=model_spec, batch_size=batch_size,
                 device=torch_device, seconds=seconds, steps=steps, loader_out=loader_out,
                 model_out=model_cfg_out, json_path=json_path, max_workers=max_workers, grid=grid,
-                tolerance=loss_tolerance, info=info, err_console=err_console,
+                skip=skipped, tolerance=loss_tolerance, info=info, err_console=err_console,
                 out_console=out_console)
 
 
@@ -193,7 +206,7 @@ def _print_code(console: Console, code: str) -> None:
 def _run(mode: str, *, dataset: str | None, model_spec: str | None, batch_size: int | None,
          device: Any, seconds: float, steps: int, loader_out: Path | None,
          model_out: Path | None, json_path: Path | None, max_workers: int | None, grid: bool,
-         tolerance: float, info: Any, err_console: Console, out_console: Console) -> int:
+         skip: tuple[str, ...], tolerance: float, info: Any, err_console: Console, out_console: Console) -> int:
     from pitstop.tune import report
     from pitstop.tune.factory import as_dataset_target, as_model_target, call_factory
     from pitstop.tune.progress import ConsoleReporter, SilentReporter
@@ -234,7 +247,7 @@ def _run(mode: str, *, dataset: str | None, model_spec: str | None, batch_size: 
                                  steps=steps, tolerance=tolerance, batch_size=batch_size,
                                  reporter=reporter, named=f"--dataset {dataset}",
                                  model_named=f"--model {model_spec}", max_workers=max_workers,
-                                 strategy="grid" if grid else "search")
+                                 strategy="grid" if grid else "search", skip=skip)
                 model_result, loader_result = both.model, both.loader
                 interrupted = both.interrupted
             elif mode == "model":
@@ -244,7 +257,7 @@ def _run(mode: str, *, dataset: str | None, model_spec: str | None, batch_size: 
                                           steps=steps, tolerance=tolerance, reporter=reporter,
                                           batch_size=batch_size, agree=agree,
                                           world_size=info.world_size if info else 1,
-                                          named=f"--model {model_spec}")
+                                          skip=skip, named=f"--model {model_spec}")
                 interrupted = model_result.interrupted
             else:
                 from pitstop.tune.loader_tune import tune_loader

@@ -84,8 +84,9 @@ def timed_repeats(run: StepRunner, *, steps: int, plan: TrialPlan, sync: Callabl
                   tick: Callable[[], None] = lambda: None, budget: Budget | None = None,
                   agree: Callable[[float], float] = lambda value: value) -> Timed:
     """``plan.repeats`` timed repeats of ``steps`` steps, then more while the spread is
-    wide (and the budget allows one more repeat). ``agree`` makes ranks under torchrun
-    take the same decision (the largest spread of all ranks)."""
+    wide (and the budget allows one more repeat). ``agree`` reduces the spread and the
+    repeat length over ranks when they must decide together (see Budget.local for when
+    they must not)."""
     m = measure(run, Plan(warmup=0, steps=steps, repeats=plan.repeats), sync=sync, tick=tick)
     timed = Timed(m, steps)
     while agree(spread(m)) > plan.wide_spread and len(m.rates) < plan.max_repeats:

@@ -340,10 +340,11 @@ class ModelTrials:
         return trial
 
     def estimated_seconds(self, config: ModelConfig) -> float:
+        """What a trial should cost, from those so far (the largest of all ranks')."""
         done = [t.seconds for t in self.trials if t.measured and t.config.compile_mode is None]
-        if done:
-            return float(sorted(done)[len(done) // 2])
-        return self.plan.expected_seconds(warmup_seconds=1.0)
+        local = (float(sorted(done)[len(done) // 2]) if done
+                 else self.plan.expected_seconds(warmup_seconds=1.0))
+        return self._agree([local], "max")[0]
 
     def measure(self, config: ModelConfig, group: str) -> ModelTrial:
         """Build ``config`` from scratch and time it on a fixed batch on the device.
@@ -385,9 +386,10 @@ class ModelTrials:
                 trial.warmup_s = time.perf_counter() - t0
                 rate = warm_up(run, steps=2, sync=self._sync, tick=self.reporter.tick)
                 steps = self.plan.steps_for(rate)
+                # No collective inside a trial: a rank that ran out of memory
+                # never gets here, and the others must not wait for it.
                 timed = timed_repeats(run, steps=steps, plan=self.plan, sync=self._sync,
-                                      tick=self.reporter.tick, budget=self.budget,
-                                      agree=lambda v: self._agree([v], "max")[0])
+                                      tick=self.reporter.tick, budget=self.budget.local())
                 trial.measurement = timed.measurement
                 per_step = config.batch_size / timed.measurement.median
                 if config.compile_mode:
@@ -441,8 +443,8 @@ class ModelTrials:
             if slowest < rate and slowest > 0:
                 scale = slowest / rate
                 trial.measurement.rates = [r * scale for r in trial.measurement.rates]
-            if trial.peak_bytes is not None:
-                trial.peak_bytes = int(self._agree([float(trial.peak_bytes)], "max")[0])
+            peak = self._agree([float(trial.peak_bytes or -1)], "max")[0]
+            trial.peak_bytes = int(peak) if peak > 0 else None
 
     def _free(self) -> None:
         gc.collect()

@@ -53,6 +53,7 @@ from pitstop.tune.model_trials import (
 from pitstop.tune.progress import Reporter, SilentReporter
 
 KEEP = 0.03
+SKIPPABLE = ("cudnn", "tf32", "precision", "layout", "optimizer", "batch-size", "compile")
 EXPECTED_TRIALS = 10
 DEFAULT_STEPS = 1000
 
@@ -109,6 +110,7 @@ class ModelTuneResult:
     seconds: float
     interrupted: bool = False
     world_size: int = 1
+    skip: tuple[str, ...] = ()
 
     @property
     def compile_mode(self) -> str | None:
@@ -272,7 +274,7 @@ def tune_model(model: Any, batch: Any = None, loss_fn: Callable[..., Any] | None
                reporter: Reporter | None = None, repeat_seconds: float | None = None,
                agree: Callable[[list[float], str], list[float]] | None = None,
                world_size: int = 1, max_batch_size: int | None = None,
-               named: str = "model") -> ModelTuneResult:
+               skip: tuple[str, ...] = (), named: str = "model") -> ModelTuneResult:
     """Measure training-step options for ``model`` and return the fastest correct set.
 
     Args:
@@ -289,7 +291,13 @@ def tune_model(model: Any, batch: Any = None, loss_fn: Callable[..., Any] | None
         tolerance: how far (relative) an option's first losses may drift from fp32's.
         agree: under torchrun, a reduction over ranks (``agree(values, "max"|"min")``)
             so that every rank takes the same decisions.
+        skip: option groups not to try: any of ``cudnn``, ``tf32``, ``precision``,
+            ``layout``, ``optimizer``, ``batch-size``, ``compile``.
     """
+    unknown = sorted(set(skip) - set(SKIPPABLE))
+    if unknown:
+        raise UsageError(f"--skip {','.join(unknown)}: not an option group; choose from "
+                         f"{', '.join(SKIPPABLE)}")
     if isinstance(model, torch.nn.Module):
         parts: Any = {"model": model}
         for key, value in (("batch", batch), ("batch_fn", batch_fn), ("loss_fn", loss_fn),
@@ -319,10 +327,15 @@ def tune_model(model: Any, batch: Any = None, loss_fn: Callable[..., Any] | None
     trials = ModelTrials(target, dev, plan=plan, budget=clock, reporter=reporter, agree=reduce,
                          bounded=agree is None)
     groups, not_tried = _options(target, dev, compile_problem(dev))
+    for name in skip:
+        if name == "batch-size":
+            continue
+        for label, _change in groups.pop(name, []):
+            not_tried.append((label, "not tried: skipped on request (--skip)"))
     notes: list[str] = []
     size = batch_size or _batch_size(target, named)
     result = ModelTuneResult(None, None, trials.trials, not_tried, notes, str(dev), steps,
-                             tolerance, None, [], 0.0, world_size=world_size)
+                             tolerance, None, [], 0.0, world_size=world_size, skip=tuple(skip))
     try:
         _search(trials, groups, result, size=size, clock=clock, reduce=reduce,
                 max_batch_size=max_batch_size, named=named)
@@ -405,7 +418,9 @@ def _search(trials: ModelTrials, groups: dict[str, list[tuple[str, dict[str, Any
             best = consider(trial, best, ref)
         result.best = best
     # 7. batch size
-    if clock.affords(2 * trials.estimated_seconds(best.config)):
+    if "batch-size" in result.skip:
+        notes.append("batch size not searched: skipped on request (--skip)")
+    elif clock.affords(2 * trials.estimated_seconds(best.config)):
         limit, how = _memory_limit(trials.device)
         if limit is not None:
             limit = int(reduce([float(limit)], "min")[0])
