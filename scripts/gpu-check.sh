@@ -2,8 +2,9 @@
 # GPU check: run on a machine with an NVIDIA GPU (the device tool's H200, or your own box):
 #   bash scripts/gpu-check.sh OUTDIR
 # Runs from the source tree (PYTHONPATH=src) with the machine's own python3 and torch;
-# installs nothing from the network. Writes logs and JSON into OUTDIR (flat: at most a
-# handful of files). Budget: < 10 minutes on a fresh machine; each step has its own limit.
+# installs nothing from the network. Writes into OUTDIR (flat, at most 8 files): summary.txt,
+# machine.txt, the JSON results, and every step's log bundled in logs.tar.gz.
+# Budget: < 10 minutes on a fresh machine; each step has its own limit.
 set -uo pipefail
 OUT="${1:?usage: scripts/gpu-check.sh OUTDIR}"
 mkdir -p "$OUT"
@@ -12,12 +13,14 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 COLUM
 PY="${PYTHON:-python3}"
 status=0
 : >"$OUT/summary.txt"
+LOGS="$(mktemp -d)"
+trap 'tar -czf "$OUT/logs.tar.gz" -C "$LOGS" . && rm -rf "$LOGS"' EXIT
 
-step() {  # step NAME LIMIT_S CMD...: run with a time limit, log to OUT/NAME.log
+step() {  # step NAME LIMIT_S CMD...: run with a time limit, log to LOGS/NAME.log (-> logs.tar.gz)
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
   echo "== $name: $*" | tee -a "$OUT/summary.txt"
-  timeout --signal=INT --kill-after=15 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  timeout --signal=INT --kill-after=15 "$limit" "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
   echo "   rc=$rc after $((SECONDS - t0)) s" | tee -a "$OUT/summary.txt"
   # doctor/lint exit 1 when they find something: that is a result, not a failure.
@@ -33,12 +36,17 @@ step() {  # step NAME LIMIT_S CMD...: run with a time limit, log to OUT/NAME.log
 step cuda-tests 300 "$PY" -m pytest -q -m cuda -p no:cacheprovider -o addopts="" tests
 # 2. The doctor on a real GPU, importing torch to test CUDA init and cuDNN.
 step doctor 90 "$PY" -m pitstop doctor --torch --json -o "$OUT/doctor.json"
-"$PY" -m pitstop doctor --torch >"$OUT/doctor.txt" 2>&1
+"$PY" -m pitstop doctor --torch >"$LOGS/doctor.txt" 2>&1
 # 3. The ladder on the GPU.
 step bench 240 "$PY" -m pitstop bench --quick --device cuda --json "$OUT/bench.json"
 # 4. profile of the pitstop.train example on the GPU (syncs, GPU busy time).
 step profile 90 "$PY" -m pitstop profile --steps 20 --warmup 3 --out /tmp/pitstop-gpu-profile \
   -- "$PY" examples/train_pitstop.py --device cuda --steps 40
 cp /tmp/pitstop-gpu-profile/profile.json "$OUT/profile.json" 2>/dev/null
+# 5. pitstop tune model on the example model: precision (TF32, bf16, fp16+scaler),
+#    cudnn.benchmark, channels_last, fused AdamW/SGD, batch size with real CUDA memory
+#    peaks and out-of-memory recovery, torch.compile amortised over --steps.
+step tune 200 "$PY" -m pitstop tune model --model examples/tune_example.py:model --device cuda \
+  --budget 150s --steps 20000 --json "$OUT/tune.json"
 
 exit $status

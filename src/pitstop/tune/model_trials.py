@@ -22,6 +22,7 @@ import gc
 import inspect
 import math
 import resource
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -31,14 +32,14 @@ import torch
 
 from pitstop.bench.ladder import CompileTimeout as TrialTimeout
 from pitstop.bench.ladder import time_bound as time_limit
-from pitstop.bench.measure import Measurement, device_sync
+from pitstop.bench.measure import Measurement, Plan, device_sync, measure
 from pitstop.train import TrainStep
 from pitstop.train.microbatch import batch_size_of, is_out_of_memory
 from pitstop.train.prefetch import map_tensors, to_device
 from pitstop.tune import interrupt
 from pitstop.tune.budget import Budget, format_seconds
 from pitstop.tune.factory import ModelTarget, loss_of
-from pitstop.tune.measure import TrialPlan, timed_repeats, warm_up
+from pitstop.tune.measure import TrialPlan, robust_rate, timed_repeats, warm_up
 from pitstop.tune.progress import Reporter, SilentReporter
 from pitstop.tune.reasons import first_line
 
@@ -282,6 +283,7 @@ class ModelTrial:
     peak_how: str | None = None
     seconds: float = 0.0
     verdict: str | None = None  # kept | not kept | not recommended | ... (set by the search)
+    paired_gain: float | None = None  # median ratio to the kept configuration, timed in turns
 
     @property
     def measured(self) -> bool:
@@ -300,7 +302,7 @@ class ModelTrial:
                 "losses": [round(x, 6) for x in self.losses],
                 "warmup_s": _r(self.warmup_s), "compile_s": _r(self.compile_s),
                 "peak_bytes": self.peak_bytes, "peak_how": self.peak_how,
-                "seconds": _r(self.seconds)}
+                "paired_gain": _r(self.paired_gain), "seconds": _r(self.seconds)}
 
 
 def _r(value: float | None) -> float | None:
@@ -308,6 +310,14 @@ def _r(value: float | None) -> float | None:
 
 
 # ---------------------------------------------------------------- running trials
+
+@dataclass
+class Kept:
+    """The best configuration so far, built and warm, for paired comparisons."""
+
+    trial: ModelTrial
+    built: BuiltStep
+
 
 class ModelTrials:
     """Runs model trials for one target on one device."""
@@ -328,6 +338,8 @@ class ModelTrials:
         self._bounded = bounded
         self._sync = device_sync(device)
         self._batches: dict[int, Any] = {}
+        self.kept: Kept | None = None
+        self._candidate: BuiltStep | None = None
 
     def batch(self, n: int) -> Any:
         if n not in self._batches:
@@ -346,8 +358,13 @@ class ModelTrials:
                  else self.plan.expected_seconds(warmup_seconds=1.0))
         return self._agree([local], "max")[0]
 
-    def measure(self, config: ModelConfig, group: str) -> ModelTrial:
+    def measure(self, config: ModelConfig, group: str, *, paired: bool = False) -> ModelTrial:
         """Build ``config`` from scratch and time it on a fixed batch on the device.
+
+        ``paired``: time it in alternation with the kept configuration (see
+        :meth:`adopt`), repeat against repeat, so that both see the same machine, and
+        record the median ratio as ``trial.paired_gain``; the candidate's build is
+        held until :meth:`adopt` or :meth:`drop_candidate`.
 
         The trial is abandoned (status ``skipped``) when it runs past what the budget
         has left, plus :data:`GRACE` of the budget."""
@@ -355,70 +372,40 @@ class ModelTrials:
         bound = self.budget.left() + GRACE * self.budget.seconds
         trial = self.record(ModelTrial(config, group, "measured"))
         index = len(self.trials)
+        against = self.kept if paired and self.kept is not None and \
+            self.kept.trial.config.batch_size == config.batch_size else None
         self.reporter.trial_started(f"trial {index} {group}: {config.label()}",
                                     self.estimated_seconds(config) * (3 if config.compile_mode else 1))
         started = time.perf_counter()
         built: BuiltStep | None = None
         oom = False
-        error: str | None = None
         try:
-            batch = self.batch(config.batch_size)
-            _reset_peak(self.device)
-            rss_before = _max_rss()
-            with time_limit(bound if self._bounded else 0), global_switches(config):
-                torch.manual_seed(0)
-                built = BuiltStep(self.target, config, self.device)
-                step = built
-
-                def run(n: int, tick: Callable[[], None]) -> int:
-                    for _ in range(n):
-                        step(batch)
-                        tick()
-                        interrupt.check()
-                    return n * config.batch_size
-
-                t0 = time.perf_counter()
-                for _ in range(GUARD_STEPS):
-                    loss = step(batch)
-                    trial.losses.append(float(loss.float().item()))
-                    self.reporter.tick()
-                self._sync()
-                trial.warmup_s = time.perf_counter() - t0
-                rate = warm_up(run, steps=2, sync=self._sync, tick=self.reporter.tick)
-                steps = self.plan.steps_for(rate)
-                # No collective inside a trial: a rank that ran out of memory
-                # never gets here, and the others must not wait for it.
-                timed = timed_repeats(run, steps=steps, plan=self.plan, sync=self._sync,
-                                      tick=self.reporter.tick, budget=self.budget.local())
-                trial.measurement = timed.measurement
-                per_step = config.batch_size / timed.measurement.median
-                if config.compile_mode:
-                    trial.compile_s = max(0.0, trial.warmup_s - GUARD_STEPS * per_step)
-            trial.peak_bytes, trial.peak_how = _peak(self.device, rss_before)
+            with time_limit(bound if self._bounded else 0):
+                built = self._run(trial, against)
         except KeyboardInterrupt:
             trial.status, trial.reason = "interrupted", "Ctrl-C while this trial ran"
             raise
-        except BaseException as err:
-            if isinstance(err, Exception) and is_out_of_memory(err):
+        except TrialTimeout:
+            trial.status = "skipped"
+            trial.reason = (("torch.compile did not finish" if config.compile_mode and
+                             trial.warmup_s is None else "did not finish")
+                            + f" within the {bound:.0f} s the budget had left")
+        except Exception as err:
+            if is_out_of_memory(err):
                 oom = True
                 trial.status, trial.reason = "oom", "out of memory"
-            elif isinstance(err, TrialTimeout):
-                trial.status = "skipped"
-                trial.reason = (("torch.compile did not finish" if config.compile_mode and
-                                 trial.warmup_s is None else "did not finish")
-                                + f" within the {bound:.0f} s the budget had left")
-            elif isinstance(err, Exception):
-                error = first_line(err)
-                trial.status, trial.reason = "failed", error
             else:
-                raise
+                trial.status, trial.reason = "failed", first_line(err)
         finally:
             with interrupt.deferred():
-                if built is not None:
-                    built.close()
-                built = None
                 if trial.status != "measured":
                     trial.measurement = None
+                    trial.paired_gain = None
+                if built is not None and (not paired or trial.status != "measured"):
+                    built.close()
+                    built = None
+                self._candidate = built
+                built = None
                 self._free()
                 if config.compile_mode:
                     _reset_dynamo()
@@ -426,8 +413,116 @@ class ModelTrials:
         # Under torchrun every rank must see the same outcome: any rank's OOM or
         # failure is everyone's, and the slowest rank's rate is the group's.
         self._agree_on(trial, oom)
+        if trial.status != "measured":
+            self.drop_candidate()
+        if trial.status == "oom" and against is not None:
+            # Two builds at once did not fit: free the kept one, measure this one alone.
+            self.trials.remove(trial)
+            self.release_kept()
+            return self.measure(config, group, paired=paired)
         self.reporter.trial_finished(self.describe(index, trial))
         return trial
+
+    def _run(self, trial: ModelTrial, against: Kept | None) -> BuiltStep:
+        """Build, warm up (the loss guard's steps) and time one configuration."""
+        config = trial.config
+        batch = self.batch(config.batch_size)
+        _reset_peak(self.device)
+        rss_before = _max_rss()
+        with global_switches(config):
+            torch.manual_seed(0)
+            built = BuiltStep(self.target, config, self.device)
+            t0 = time.perf_counter()
+            for _ in range(GUARD_STEPS):
+                loss = built(batch)
+                trial.losses.append(float(loss.float().item()))
+                self.reporter.tick()
+            self._sync()
+            trial.warmup_s = time.perf_counter() - t0
+            run = self._runner(built, batch, config.batch_size)
+            rate = warm_up(run, steps=2, sync=self._sync, tick=self.reporter.tick)
+            steps = self.plan.steps_for(rate)
+        trial.peak_bytes, trial.peak_how = _peak(self.device, rss_before)
+        if against is None:
+            with global_switches(config):
+                # No collective inside a trial: a rank that ran out of memory never
+                # gets here, and the others must not wait for it.
+                timed = timed_repeats(run, steps=steps, plan=self.plan, sync=self._sync,
+                                      tick=self.reporter.tick, budget=self.budget.local())
+            trial.measurement = timed.measurement
+        else:
+            trial.measurement, trial.paired_gain = self._paired(trial, run, steps, against, batch)
+        per_step = config.batch_size / trial.measurement.median
+        if config.compile_mode:
+            trial.compile_s = max(0.0, trial.warmup_s - GUARD_STEPS * per_step)
+        return built
+
+    def _runner(self, built: BuiltStep, batch: Any, size: int) -> Callable[[int, Callable[[], None]], int]:
+        def run(n: int, tick: Callable[[], None]) -> int:
+            for _ in range(n):
+                built(batch)
+                tick()
+                interrupt.check()
+            return n * size
+
+        return run
+
+    def _paired(self, trial: ModelTrial, run: Callable[[int, Callable[[], None]], int],
+                steps: int, against: Kept, batch: Any) -> tuple[Measurement, float]:
+        """Alternate repeats of the candidate and the kept configuration (order swapped
+        each round); the gain is the median of the per-round ratios."""
+        other = self._runner(against.built, batch, against.trial.config.batch_size)
+        other_steps = self.plan.steps_for(robust_rate(against.trial.measurement)  # type: ignore[arg-type]
+                                          / against.trial.config.batch_size)
+        mine: list[float] = []
+        theirs: list[float] = []
+        rounds = self.plan.repeats
+        local = self.budget.local()
+        r = 0
+        while r < rounds:
+            round_start = time.perf_counter()
+            pair = [(trial.config, run, steps, mine), (against.trial.config, other, other_steps,
+                                                       theirs)]
+            for cfg, fn, n, out in (pair if r % 2 == 0 else pair[::-1]):
+                with global_switches(cfg):
+                    m = measure(fn, Plan(warmup=0, steps=n, repeats=1), sync=self._sync,
+                                tick=self.reporter.tick)
+                out.extend(m.rates)
+            r += 1
+            ratios = [a / b for a, b in zip(mine, theirs, strict=True)]
+            wide = (max(ratios) - min(ratios)) / statistics.median(ratios)
+            if r == rounds and wide > self.plan.wide_spread and rounds < self.plan.max_repeats \
+                    and local.affords(time.perf_counter() - round_start):
+                rounds += 1
+        ratios = [a / b for a, b in zip(mine, theirs, strict=True)]
+        size = trial.config.batch_size
+        m = Measurement(rates=mine, samples=size * steps * len(mine),
+                        timed_seconds=sum(size * steps / x for x in mine), warmup_seconds=0.0,
+                        steps=steps * len(mine))
+        return m, float(statistics.median(ratios))
+
+    # -- the configuration kept alive for paired comparisons
+    def adopt(self, trial: ModelTrial) -> None:
+        """Keep the last candidate's build as the configuration the next paired trials
+        are timed against (closing the one kept before)."""
+        if self._candidate is None or not trial.measured:
+            return
+        self.release_kept()
+        self.kept = Kept(trial, self._candidate)
+        self._candidate = None
+
+    def drop_candidate(self) -> None:
+        if self._candidate is not None:
+            self._candidate.close()
+            self._candidate = None
+            self._free()
+
+    def release_kept(self) -> None:
+        """Free the kept build (before trials that need all the memory)."""
+        if self.kept is not None:
+            self.kept.built.close()
+            self.kept = None
+            self._free()
 
     def _agree_on(self, trial: ModelTrial, oom: bool) -> None:
         ok = 1.0 if trial.status == "measured" else 0.0
@@ -445,6 +540,9 @@ class ModelTrials:
                 trial.measurement.rates = [r * scale for r in trial.measurement.rates]
             peak = self._agree([float(trial.peak_bytes or -1)], "max")[0]
             trial.peak_bytes = int(peak) if peak > 0 else None
+            gain = self._agree([trial.paired_gain if trial.paired_gain is not None else -1.0],
+                               "min")[0]
+            trial.paired_gain = gain if gain > 0 else None
 
     def _free(self) -> None:
         gc.collect()
@@ -457,6 +555,8 @@ class ModelTrials:
             return head + f"{trial.status}" + (f" ({trial.reason})" if trial.reason else "")
         m = trial.measurement
         text = f"{m.median:,.1f} samples/s (min {m.min:,.1f}, max {m.max:,.1f})"
+        if trial.paired_gain is not None:
+            text += f", {trial.paired_gain:.2f}x the kept configuration timed in turns"
         if trial.compile_s is not None:
             text += f", compile {format_seconds(trial.compile_s)}"
         if trial.peak_bytes:

@@ -370,7 +370,7 @@ def _search(trials: ModelTrials, groups: dict[str, list[tuple[str, dict[str, Any
     # 1. the reference, halving the batch while it does not fit
     ref: ModelTrial | None = None
     for _ in range(12):
-        ref = trials.measure(ModelConfig(size), "reference")
+        ref = trials.measure(ModelConfig(size), "reference", paired=True)
         if ref.status != "oom" or size <= 1:
             break
         notes.append(f"batch {size} ran out of memory in fp32; trying {size // 2}")
@@ -386,6 +386,7 @@ def _search(trials: ModelTrials, groups: dict[str, list[tuple[str, dict[str, Any
         notes.append(f"the fp32 reference could not be measured ({reason})")
         return
     ref.verdict = "reference"
+    trials.adopt(ref)
     result.reference = ref
     best = ref
     result.best = best
@@ -401,7 +402,10 @@ def _search(trials: ModelTrials, groups: dict[str, list[tuple[str, dict[str, Any
                             f"{guard_ref.config.label()}: "
                             f"{_series(trial.losses)} vs {_series(guard_ref.losses)}")
             return current
-        gain = robust_rate(trial.measurement) / robust_rate(current.measurement)  # type: ignore[arg-type]
+        # Timed in turns with the kept configuration when it could be: the ratio of
+        # neighbouring repeats is immune to what the rest of the machine does.
+        gain = (trial.paired_gain if trial.paired_gain is not None else
+                robust_rate(trial.measurement) / robust_rate(current.measurement))  # type: ignore[arg-type]
         if gain >= 1 + KEEP:
             trial.verdict = f"kept ({gain:.2f}x)"
             return trial
@@ -414,9 +418,15 @@ def _search(trials: ModelTrials, groups: dict[str, list[tuple[str, dict[str, Any
             if not clock.affords(trials.estimated_seconds(best.config)):
                 notes.append(f"{_label} not tried: out of budget")
                 continue
-            trial = trials.measure(replace(start_best.config, **change), group)
-            best = consider(trial, best, ref)
+            trial = trials.measure(replace(start_best.config, **change), group, paired=True)
+            kept = consider(trial, best, ref)
+            if kept is trial:
+                trials.adopt(trial)
+            else:
+                trials.drop_candidate()
+            best = kept
         result.best = best
+    trials.release_kept()  # the batch size search needs all the memory
     # 7. batch size
     if "batch-size" in result.skip:
         notes.append("batch size not searched: skipped on request (--skip)")

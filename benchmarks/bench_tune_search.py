@@ -1,0 +1,177 @@
+"""Is `pitstop tune loader`'s search as good as trying everything, at a fraction of the cost?
+
+For datasets whose best settings are known (pitstop.tune.calibration: sleep-bound I/O
+that scales past the CPU count, I/O from a store serving 5 reads at a time, CPU-bound
+decode), this runs, in one process and back to back, the tuner's search and the full
+grid (every worker count 0..4xCPUs x prefetch 1/2/4/8 x persistent on/off), with the
+same trial length, and prints for each:
+
+  * the grid's best configuration and its effective samples/s;
+  * the tuner's pick, and what the *grid* measured for that same configuration, so the
+    throughput ratio (pick / best) compares two measurements taken the same way;
+  * the wall time of each and the time ratio (tuner / grid).
+
+A last case feeds a model whose step takes a known time: the loader only has to keep
+up, and the right answer (the fewest workers that do) follows from the two known
+rates; the tuner's pick is printed against it and against the grid's cheapest fed
+configuration.
+
+    .venv/bin/python benchmarks/bench_tune_search.py                 # ~15 minutes on 2 cores
+    .venv/bin/python benchmarks/bench_tune_search.py --cases limited-io --repeat-seconds 0.2
+    .venv/bin/python benchmarks/bench_tune_search.py --json out.json
+
+Criteria (issue 14): the pick reaches >= 95 % of the grid's best at <= 25 % of the
+grid's time. The load average is printed: the 2 cores are shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch.nn.functional as F
+from rich.console import Console
+from rich.table import Table
+
+from pitstop.train.loader import usable_cpus
+from pitstop.tune.calibration import CpuDecode, LimitedIO, SleepIO, SleepStep
+from pitstop.tune.loader_trials import LoaderConfig, LoaderTrial
+from pitstop.tune.loader_tune import LoaderTuneResult, tune_loader
+from pitstop.tune.search import FED
+
+BATCH = 16
+
+
+def _cases() -> dict[str, tuple[str, Callable[[], Any], dict[str, Any]]]:
+    return {
+        "sleep-io": ("4 ms of waiting per sample: scales past the CPU count; best = most workers",
+                     lambda: SleepIO(8192, 0.004), {}),
+        "limited-io": ("4 ms per sample from a store serving 5 reads at once; best = 5 workers",
+                       lambda: LimitedIO(8192, 0.004, concurrency=5), {}),
+        "cpu-decode": ("2 ms of CPU per sample; best = the CPU count",
+                       lambda: CpuDecode(8192, 0.002), {}),
+        "model-fed": ("6 ms of waiting per sample, a 40 ms step (batch 16): 2 workers feed it "
+                      "83 %, 3 workers 125 %: the fewest that keep up = 3",
+                      lambda: SleepIO(8192, 0.006),
+                      {"model": {"model": SleepStep(0.04), "loss_fn": F.cross_entropy},
+                       "max_workers": 8}),
+    }
+
+
+def _load() -> float:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return float("nan")
+
+
+def _by_config(result: LoaderTuneResult) -> dict[LoaderConfig, LoaderTrial]:
+    return {t.config.normalised(): t for t in result.trials if t.measured}
+
+
+def run_case(name: str, make: Callable[[], Any], extra: dict[str, Any], repeat: float,
+             console: Console) -> dict[str, Any]:
+    kwargs = dict(extra)
+    kwargs.setdefault("max_workers", None)
+    console.print(f"[bold]{name}[/]: tuner...", highlight=False)
+    load0 = _load()
+    t0 = time.perf_counter()
+    tuned = tune_loader(make(), BATCH, device="cpu", budget=36_000, repeat_seconds=repeat,
+                        **kwargs)
+    tuner_s = time.perf_counter() - t0
+    console.print(f"[bold]{name}[/]: grid of {tuned.grid_size} configurations...",
+                  highlight=False)
+    t0 = time.perf_counter()
+    # The grid over the same domain the search had (the same max_workers, and past the
+    # CPU count as far as the search may go).
+    grid = tune_loader(make(), BATCH, device="cpu", budget=36_000, repeat_seconds=repeat,
+                       strategy="grid", **kwargs)
+    grid_s = time.perf_counter() - t0
+    load1 = _load()
+    measured = _by_config(grid)
+    best = max(measured.values(), key=lambda t: t.score)
+    pick = tuned.choice
+    assert pick is not None
+    pick_in_grid = measured.get(pick.config.normalised())
+    row: dict[str, Any] = {
+        "case": name, "grid_size": tuned.grid_size, "tuner_trials": len(tuned.trials),
+        "grid_best": best.config.label(), "grid_best_rate": round(best.score, 1),
+        "pick": pick.config.label(), "pick_rate_tuner": round(pick.score, 1),
+        "pick_rate_grid": round(pick_in_grid.score, 1) if pick_in_grid else None,
+        "throughput_ratio": (round(pick_in_grid.score / best.score, 3) if pick_in_grid
+                             else None),
+        "tuner_s": round(tuner_s, 1), "grid_s": round(grid_s, 1),
+        "time_ratio": round(tuner_s / grid_s, 3), "load_start": load0, "load_end": load1,
+        "notes": tuned.notes,
+    }
+    if tuned.step is not None and grid.step is not None:
+        step = max(tuned.step.median, grid.step.median)
+        fed = [t for t in measured.values() if t.score >= FED * grid.step.median]
+        cheapest = min(fed, key=lambda t: t.config.cost()) if fed else None
+        row["step_rate"] = round(step, 1)
+        row["grid_fewest_fed_workers"] = cheapest.config.num_workers if cheapest else None
+        row["pick_workers"] = pick.config.num_workers
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--cases", default=",".join(_cases()),
+                        help="comma-separated: " + ", ".join(_cases()))
+    parser.add_argument("--repeat-seconds", type=float, default=0.25,
+                        help="length of one timed repeat, the same for tuner and grid")
+    parser.add_argument("--json", help="also write the figures to this JSON file")
+    args = parser.parse_args()
+    cases = _cases()
+    chosen = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in cases]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(cases)}")
+    console = Console()
+    cpus, why = usable_cpus()
+    console.print(f"{cpus} CPUs ({why}); batch {BATCH}; repeat {args.repeat_seconds} s; "
+                  f"load average {_load()}", highlight=False)
+    rows = []
+    for name in chosen:
+        desc, make, extra = cases[name]
+        console.print(f"{name}: {desc}", style="dim", highlight=False)
+        rows.append(run_case(name, make, extra, args.repeat_seconds, console))
+    table = Table(title="pitstop tune loader: search vs full grid", title_justify="left")
+    for col in ("case", "grid best", "samples/s", "tuner pick", "pick in grid", "ratio",
+                "trials", "tuner s", "grid s", "time ratio", "load"):
+        table.add_column(col, justify="left" if col in ("case", "grid best", "tuner pick")
+                         else "right")
+    for r in rows:
+        table.add_row(r["case"], r["grid_best"], f"{r['grid_best_rate']:,.0f}", r["pick"],
+                      "" if r["pick_rate_grid"] is None else f"{r['pick_rate_grid']:,.0f}",
+                      "" if r["throughput_ratio"] is None else f"{r['throughput_ratio']:.1%}",
+                      f"{r['tuner_trials']}/{r['grid_size']}", f"{r['tuner_s']:.0f}",
+                      f"{r['grid_s']:.0f}", f"{r['time_ratio']:.1%}",
+                      f"{r['load_start']}→{r['load_end']}")
+    console.print(table)
+    for r in rows:
+        ok = (r["throughput_ratio"] or 0) >= 0.95 and r["time_ratio"] <= 0.25
+        console.print(f"{r['case']}: throughput {r['throughput_ratio']:.1%} of the grid's best "
+                      f"at {r['time_ratio']:.1%} of its time: "
+                      f"{'meets' if ok else 'MISSES'} the >=95 % / <=25 % criterion",
+                      highlight=False)
+        if "step_rate" in r:
+            console.print(f"{r['case']}: step alone {r['step_rate']:,.0f} samples/s; tuner "
+                          f"picked {r['pick_workers']} workers; the grid's cheapest fed "
+                          f"configuration has {r['grid_fewest_fed_workers']} workers",
+                          highlight=False)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump({"rows": rows, "repeat_seconds": args.repeat_seconds, "cpus": cpus}, fh,
+                      indent=2)
+    if any(math.isnan(r["load_start"]) for r in rows):
+        console.print("load average not readable", style="yellow")
+
+
+if __name__ == "__main__":
+    main()
