@@ -79,9 +79,10 @@ def run_case(name: str, make: Callable[[], Any], extra: dict[str, Any], repeat: 
     kwargs = dict(extra)
     kwargs.setdefault("max_workers", None)
     console.print(f"[bold]{name}[/]: tuner...", highlight=False)
+    dataset = make()  # one instance for both (CpuDecode calibrates its cost when made)
     load0 = _load()
     t0 = time.perf_counter()
-    tuned = tune_loader(make(), BATCH, device="cpu", budget=36_000, repeat_seconds=repeat,
+    tuned = tune_loader(dataset, BATCH, device="cpu", budget=36_000, repeat_seconds=repeat,
                         **kwargs)
     tuner_s = time.perf_counter() - t0
     console.print(f"[bold]{name}[/]: grid of {tuned.grid_size} configurations...",
@@ -89,7 +90,7 @@ def run_case(name: str, make: Callable[[], Any], extra: dict[str, Any], repeat: 
     t0 = time.perf_counter()
     # The grid over the same domain the search had (the same max_workers, and past the
     # CPU count as far as the search may go).
-    grid = tune_loader(make(), BATCH, device="cpu", budget=36_000, repeat_seconds=repeat,
+    grid = tune_loader(dataset, BATCH, device="cpu", budget=36_000, repeat_seconds=repeat,
                        strategy="grid", **kwargs)
     grid_s = time.perf_counter() - t0
     load1 = _load()
@@ -109,9 +110,10 @@ def run_case(name: str, make: Callable[[], Any], extra: dict[str, Any], repeat: 
         "time_ratio": round(tuner_s / grid_s, 3), "load_start": load0, "load_end": load1,
         "notes": tuned.notes,
     }
-    if tuned.step is not None and grid.step is not None:
-        step = max(tuned.step.median, grid.step.median)
-        fed = [t for t in measured.values() if t.score >= FED * grid.step.median]
+    if tuned.step_rate is not None and grid.step_rate is not None:
+        step = max(tuned.step_rate, grid.step_rate)
+        fed = [t for t in measured.values()
+               if t.score >= FED * (t.step_alone or grid.step_rate)]
         cheapest = min(fed, key=lambda t: t.config.cost()) if fed else None
         row["step_rate"] = round(step, 1)
         row["grid_fewest_fed_workers"] = cheapest.config.num_workers if cheapest else None

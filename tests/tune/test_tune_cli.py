@@ -196,3 +196,18 @@ def test_tune_both_states_expected_rate_against_the_ideal(tmp_path: Path, pitsto
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "expected:" in proc.stdout and "of the ideal" in proc.stdout
     assert "the training step alone" in proc.stdout
+
+
+def test_help_does_not_import_torch() -> None:
+    code = ("import sys, pitstop.cli\n"
+            "for argv in (['--help'], ['tune', '--help']):\n"
+            "    try:\n"
+            "        pitstop.cli.main(argv)\n"
+            "    except SystemExit:\n"
+            "        pass\n"
+            "print('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=pitstop_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "tune" in proc.stdout and "--dataset MODULE:FACTORY" in proc.stdout
+    assert proc.stdout.strip().endswith("False")

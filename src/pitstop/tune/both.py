@@ -15,7 +15,6 @@ import torch
 
 from pitstop.tune.factory import as_dataset_target, as_model_target
 from pitstop.tune.loader_tune import LoaderTuneResult, tune_loader
-from pitstop.tune.measure import robust_rate
 from pitstop.tune.model_trials import BuiltStep, StepConsumer
 from pitstop.tune.model_tune import ModelTuneResult, tune_model
 from pitstop.tune.progress import Reporter
@@ -41,8 +40,8 @@ class BothResult:
     @property
     def ideal(self) -> float | None:
         """Samples/s of the tuned step on a batch already on the device."""
-        if self.loader is not None and self.loader.step is not None:
-            return robust_rate(self.loader.step)
+        if self.loader is not None and self.loader.step_rate is not None:
+            return self.loader.step_rate
         return self.model.rate
 
 

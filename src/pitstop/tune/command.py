@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+# The bench's own --device check and its "could not write an output" error, shared.
+from pitstop.bench.command import _output_errors, _resolve_device
 from pitstop.errors import EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def tune(what: str | None, dataset: str | None, model_spec: str | None, batch_si
                          "answer); run `pitstop tune loader` once without torchrun, with "
                          f"LOCAL_WORLD_SIZE={info.local_world_size} set, to plan for that many "
                          "ranks per machine")
-    torch_device = _device(device)
+    torch_device = _resolve_device(device)
     return _run(mode, dataset=dataset, model_spec=model_spec, batch_size=batch_size,
                 device=torch_device, seconds=seconds, steps=steps, loader_out=loader_out,
                 model_out=model_cfg_out, json_path=json_path, max_workers=max_workers, grid=grid,
@@ -161,27 +161,6 @@ def _outputs(mode: str, out: Path | None, model_out: Path | None) -> tuple[Path 
             raise UsageError("pitstop tune model writes one config: give --out or --model-out")
         return None, out or model_out
     return out, model_out
-
-
-def _device(name: str) -> Any:
-    import torch
-
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        why = ("this torch is a CPU-only build" if torch.version.cuda is None
-               else "no CUDA device is visible (driver, CUDA_VISIBLE_DEVICES?)")
-        raise UsageError(f"--device cuda: {why}; use --device cpu or --device auto")
-    return torch.device(name)
-
-
-@contextlib.contextmanager
-def _output_errors(opt: str, path: Path) -> Iterator[None]:
-    try:
-        yield
-    except OSError as err:
-        raise UsageError(f"{opt} {path}: cannot write it ({err.strerror or err}); the results "
-                         f"are in the table above") from None
 
 
 def _print_block(console: Console, lines: list[str]) -> None:

@@ -54,7 +54,7 @@ from pitstop.train.prefetch import DevicePrefetcher
 from pitstop.tune import interrupt
 from pitstop.tune.budget import Budget, format_seconds
 from pitstop.tune.factory import DatasetTarget
-from pitstop.tune.measure import TrialPlan, robust_rate, timed_repeats, warm_up
+from pitstop.tune.measure import TrialPlan, overall_rate, timed_repeats, warm_up
 from pitstop.tune.memory import DEFAULT_WORKER_BYTES, MemoryEstimate, estimate
 from pitstop.tune.progress import Reporter, SilentReporter
 from pitstop.tune.reasons import first_line
@@ -320,6 +320,7 @@ class LoaderTrial:
     memory: MemoryEstimate | None = None
     seconds: float = 0.0
     derived_from: int | None = None  # index of the trial whose steady rate this reuses
+    step_alone: float | None = None  # the step's own rate, measured right after this trial
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -340,7 +341,8 @@ class LoaderTrial:
             "epoch_boundary_s": _r(self.boundary_s), "effective_samples_per_s": _r(self.effective),
             "worker_cpu_cores": _r(self.worker_cpu), "worker_bytes": self.worker_bytes,
             "memory": self.memory.as_dict() if self.memory is not None else None,
-            "seconds": _r(self.seconds), "derived_from": self.derived_from, "notes": self.notes,
+            "seconds": _r(self.seconds), "derived_from": self.derived_from,
+            "step_alone_samples_per_s": _r(self.step_alone), "notes": self.notes,
         }
 
 
@@ -367,8 +369,12 @@ class LoaderTrials:
 
     def __init__(self, target: DatasetTarget, batch_size: int, *, consumer: Consumer,
                  facts: MachineFacts, plan: TrialPlan, budget: Budget,
-                 reporter: Reporter | None = None, seed: int = 0) -> None:
+                 reporter: Reporter | None = None, seed: int = 0,
+                 step_probe: Callable[[], float] | None = None) -> None:
         self.target = target
+        # With a training step as the consumer: the step's own rate, measured again
+        # after every trial, so that "fed" compares two rates of the same moment.
+        self.step_probe = step_probe
         self.batch_size = batch_size
         self.consumer = consumer
         self.facts = facts
@@ -460,83 +466,7 @@ class LoaderTrials:
         if not mem.fits:
             return self.skip(config, role, f"not started: would not fit memory ({mem.why})", mem)
         trial = LoaderTrial(config, role, "measured", memory=mem)
-        self.trials.append(trial)
-        index = len(self.trials)
-        planned = self.estimated_seconds(config)
-        self.reporter.trial_started(f"trial {index} {role}: {config.label()}", planned)
-        started = time.perf_counter()
-        bound = self.budget.left() + GRACE * self.budget.seconds
-        sampler = ControlledSampler(self.stream)
-        loader = self._loader(config, sampler)
-        iterators: list[Any] = []
-        pids: list[int] = []
-        quiet = False
-        try:
-            with time_limit(bound):
-                t0 = time.perf_counter()
-                it = _start(loader)
-                iterators.append(it)
-                pids.extend(_worker_pids(it))
-                src = self._batches(it)
-                self._consume(next(src))
-                self.consumer.sync()
-                trial.startup_s = time.perf_counter() - t0
-
-                def run(n: int, tick: Callable[[], None]) -> int:
-                    samples = 0
-                    for _ in range(n):
-                        samples += self._consume(next(src))
-                        tick()
-                        interrupt.check()
-                    return samples
-
-                warm = max(4, config.in_flight + config.num_workers + 2)
-                rate = warm_up(run, steps=warm, sync=self.consumer.sync, tick=self.reporter.tick)
-                steps = self.plan.steps_for(rate)
-                cpu0, c0 = _cpu_seconds(pids), time.perf_counter()
-                timed = timed_repeats(run, steps=steps, plan=self.plan, sync=self.consumer.sync,
-                                      tick=self.reporter.tick, budget=self.budget)
-                elapsed = time.perf_counter() - c0
-                m = timed.measurement
-                trial.measurement = m
-                trial.notes.extend(timed.notes)
-                trial.batches_per_s = m.steps / m.timed_seconds
-                if config.num_workers and cpu0 is not None:
-                    cpu1 = _cpu_seconds(pids)
-                    if cpu1 is not None and elapsed > 0:
-                        trial.worker_cpu = (cpu1 - cpu0) / elapsed / config.num_workers
-                if pids:
-                    trial.worker_bytes = _worker_uss(pids)
-                    if trial.worker_bytes and (not self.worker_bytes_measured
-                                               or trial.worker_bytes > self.worker_bytes):
-                        self.worker_bytes = trial.worker_bytes
-                        self.worker_bytes_measured = True
-                trial.boundary_s = self._boundary(loader, sampler, src, iterators, pids,
-                                                  trial.batches_per_s)
-                trial.effective = self.effective(robust_rate(m), trial.batches_per_s,
-                                                 trial.boundary_s)
-        except KeyboardInterrupt:
-            trial.status, trial.reason = "interrupted", "Ctrl-C while this trial ran"
-            raise
-        except TrialTimeout:
-            trial.status = "skipped"
-            trial.reason = f"did not finish within the {bound:.0f} s the budget had left"
-        except (DatasetItemError, BatchCollateError, StepError):
-            trial.status, trial.reason = "failed", "the dataset, collate function or step raised"
-            quiet = True  # the usage error that follows says it all
-            raise
-        except Exception as err:
-            # Workers killed by the same Ctrl-C make the loader raise first: the
-            # interrupt, not the failure, is what happened.
-            trial.status, trial.reason = "interrupted", "Ctrl-C while this trial ran"
-            interrupt.check()
-            trial.status, trial.reason = "failed", first_line(err)
-        finally:
-            _shutdown(loader, iterators, pids)
-            trial.seconds = time.perf_counter() - started
-            if not quiet:
-                self.reporter.trial_finished(self.describe(index, trial))
-        return trial
+        return self._trial(trial, self.estimated_seconds(config), self._steady)
 
     def boundary_only(self, config: LoaderConfig, steady: LoaderTrial, role: str) -> LoaderTrial:
         """Measure only start-up and the epoch boundary of ``config``, a variant of the
@@ -550,37 +480,30 @@ class LoaderTrials:
         trial = LoaderTrial(config, role, "measured", memory=mem, measurement=steady.measurement,
                             batches_per_s=steady.batches_per_s, worker_cpu=steady.worker_cpu,
                             derived_from=self.trials.index(steady) + 1)
+        return self._trial(trial, 2 * (steady.startup_s or 0.5),
+                           lambda session, t: self._restart_only(session, t, steady))
+
+    def _trial(self, trial: LoaderTrial, planned: float,
+               body: Callable[[_Session, LoaderTrial], None]) -> LoaderTrial:
+        """The life of one trial: start the loader (timing it to the first batch), run
+        ``body``, and whatever happens shut every worker down and report the trial."""
         self.trials.append(trial)
         index = len(self.trials)
-        self.reporter.trial_started(f"trial {index} {role}: {config.label()}",
-                                    2 * (steady.startup_s or 0.5))
+        self.reporter.trial_started(f"trial {index} {trial.role}: {trial.config.label()}",
+                                    planned)
         started = time.perf_counter()
         bound = self.budget.left() + GRACE * self.budget.seconds
         sampler = ControlledSampler(self.stream)
-        loader = self._loader(config, sampler)
-        iterators: list[Any] = []
-        pids: list[int] = []
+        session = _Session(self._loader(trial.config, sampler), sampler)
         quiet = False
         try:
             with time_limit(bound):
                 t0 = time.perf_counter()
-                it = _start(loader)
-                iterators.append(it)
-                pids.extend(_worker_pids(it))
-                src = self._batches(it)
-                self._consume(next(src))
+                session.start(self._batches)
+                self._consume(next(session.src))
                 self.consumer.sync()
                 trial.startup_s = time.perf_counter() - t0
-                for _ in range(max(2, config.in_flight + config.num_workers)):
-                    self._consume(next(src))
-                    self.reporter.tick()
-                    interrupt.check()
-                trial.boundary_s = self._boundary(loader, sampler, src, iterators, pids,
-                                                  steady.batches_per_s)
-                trial.effective = self.effective(robust_rate(steady.measurement),
-                                                 steady.batches_per_s, trial.boundary_s)
-                trial.notes.append(f"steady rate from trial {trial.derived_from} (same settings "
-                                   f"within an epoch)")
+                body(session, trial)
         except KeyboardInterrupt:
             trial.status, trial.reason = "interrupted", "Ctrl-C while this trial ran"
             raise
@@ -598,11 +521,66 @@ class LoaderTrials:
             interrupt.check()
             trial.status, trial.reason = "failed", first_line(err)
         finally:
-            _shutdown(loader, iterators, pids)
+            _shutdown(session.loader, session.iterators, session.pids)
+            if self.step_probe is not None and trial.measured and trial.derived_from is None \
+                    and not quiet:
+                trial.step_alone = self.step_probe()
             trial.seconds = time.perf_counter() - started
             if not quiet:
                 self.reporter.trial_finished(self.describe(index, trial))
         return trial
+
+    def _steady(self, session: _Session, trial: LoaderTrial) -> None:
+        """Warm-up, timed repeats (with the workers' CPU use), then the epoch boundary."""
+        config = trial.config
+
+        def run(n: int, tick: Callable[[], None]) -> int:
+            samples = 0
+            for _ in range(n):
+                samples += self._consume(next(session.src))
+                tick()
+                interrupt.check()
+            return samples
+
+        warm = max(4, config.in_flight + config.num_workers + 2)
+        rate = warm_up(run, steps=warm, sync=self.consumer.sync, tick=self.reporter.tick)
+        # A repeat shorter than what is in flight could be served from a queue that
+        # filled while this process was descheduled: at least twice as long.
+        steps = max(self.plan.steps_for(rate), 2 * config.in_flight)
+        pids = session.pids
+        cpu0, c0 = _cpu_seconds(pids), time.perf_counter()
+        timed = timed_repeats(run, steps=steps, plan=self.plan, sync=self.consumer.sync,
+                              tick=self.reporter.tick, budget=self.budget)
+        elapsed = time.perf_counter() - c0
+        m = timed.measurement
+        trial.measurement = m
+        trial.notes.extend(timed.notes)
+        trial.batches_per_s = m.steps / m.timed_seconds
+        if config.num_workers and cpu0 is not None:
+            cpu1 = _cpu_seconds(pids)
+            if cpu1 is not None and elapsed > 0:
+                trial.worker_cpu = (cpu1 - cpu0) / elapsed / config.num_workers
+        if pids:
+            trial.worker_bytes = _worker_uss(pids)
+            if trial.worker_bytes and (not self.worker_bytes_measured
+                                       or trial.worker_bytes > self.worker_bytes):
+                self.worker_bytes = trial.worker_bytes
+                self.worker_bytes_measured = True
+        trial.boundary_s = self._boundary(session, trial.batches_per_s)
+        trial.effective = self.effective(overall_rate(m), trial.batches_per_s, trial.boundary_s)
+
+    def _restart_only(self, session: _Session, trial: LoaderTrial, steady: LoaderTrial) -> None:
+        """Fill the pipeline, then time the epoch boundary; the steady rate is borrowed."""
+        assert steady.measurement is not None and steady.batches_per_s is not None
+        for _ in range(max(2, trial.config.in_flight + trial.config.num_workers)):
+            self._consume(next(session.src))
+            self.reporter.tick()
+            interrupt.check()
+        trial.boundary_s = self._boundary(session, steady.batches_per_s)
+        trial.effective = self.effective(overall_rate(steady.measurement),
+                                         steady.batches_per_s, trial.boundary_s)
+        trial.notes.append(f"steady rate from trial {trial.derived_from} (same settings within "
+                           f"an epoch)")
 
     def _consume(self, batch: Any) -> int:
         try:
@@ -612,25 +590,21 @@ class LoaderTrials:
         except Exception as err:
             raise StepError(err) from err
 
-    def _boundary(self, loader: DataLoader[Any], sampler: ControlledSampler, src: Iterator[Any],
-                  iterators: list[Any], pids: list[int], batches_per_s: float) -> float:
+    def _boundary(self, session: _Session, batches_per_s: float) -> float:
         """End the epoch, consume what is in flight, start the next; the gap's excess
         over one steady batch interval."""
-        sampler.stop()
+        session.sampler.stop()
         last = time.perf_counter()
-        for batch in src:
+        for batch in session.src:
             self._consume(batch)
             last = time.perf_counter()
         interrupt.check()
-        sampler.restart()
-        it = _start(loader)
-        if it not in iterators:
-            iterators.append(it)
-        pids.extend(p for p in _worker_pids(it) if p not in pids)
-        self._consume(next(self._batches(it)))
+        session.sampler.restart()
+        session.start(self._batches)
+        self._consume(next(session.src))
         self.consumer.sync()
         gap = time.perf_counter() - last
-        sampler.stop()
+        session.sampler.stop()
         return max(0.0, gap - 1.0 / batches_per_s)
 
     def effective(self, samples_per_s: float, batches_per_s: float, boundary_s: float) -> float:
@@ -652,10 +626,33 @@ class LoaderTrials:
             parts.append(f"effective {trial.effective:,.1f}/s")
         if trial.worker_cpu is not None:
             parts.append(f"{trial.worker_cpu:.2f} CPU per worker")
+        if trial.step_alone is not None and trial.effective is not None:
+            parts.append(f"{trial.effective / trial.step_alone:.0%} of the step alone "
+                         f"({trial.step_alone:,.1f}/s)")
         return head + ", ".join(parts) + f" [{format_seconds(trial.seconds)}]"
 
 
 # ---------------------------------------------------------------- worker processes
+
+class _Session:
+    """One trial's loader, its iterators (one per epoch without persistent workers) and
+    the worker processes they started."""
+
+    def __init__(self, loader: DataLoader[Any], sampler: ControlledSampler) -> None:
+        self.loader = loader
+        self.sampler = sampler
+        self.iterators: list[Any] = []
+        self.pids: list[int] = []
+        self.src: Iterator[Any] = iter(())
+
+    def start(self, batches: Callable[[Iterator[Any]], Iterator[Any]]) -> None:
+        """Begin an epoch: ``iter(loader)``, its workers noted, batches from ``batches``."""
+        it = _start(self.loader)
+        if it not in self.iterators:
+            self.iterators.append(it)
+        self.pids.extend(p for p in _worker_pids(it) if p not in self.pids)
+        self.src = batches(it)
+
 
 def _start(loader: DataLoader[Any]) -> Iterator[Any]:
     """``iter(loader)``, without PyTorch's warning about more workers than CPUs: the
@@ -671,13 +668,25 @@ def _worker_pids(it: Any) -> list[int]:
 
 
 def _cpu_seconds(pids: list[int]) -> float | None:
+    """Seconds the processes ran on a CPU *or waited in a run queue for one*: what they
+    wanted of the CPUs. On a busy machine a computing worker waits for its turn, and
+    its CPU time alone would make it look idle, as if it were waiting on I/O; the run
+    queue wait (``/proc/PID/schedstat``) tells the two apart. Without schedstat, CPU
+    time only (psutil)."""
     total = 0.0
-    try:
-        for pid in pids:
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/schedstat", encoding="ascii") as fh:
+                ran, waited = fh.read().split()[:2]
+            total += (int(ran) + int(waited)) / 1e9
+            continue
+        except (OSError, ValueError):
+            pass
+        try:
             times = psutil.Process(pid).cpu_times()
-            total += times.user + times.system
-    except (psutil.Error, OSError):
-        return None
+        except (psutil.Error, OSError):
+            return None
+        total += times.user + times.system
     return total
 
 

@@ -35,7 +35,7 @@ from pitstop.tune.loader_trials import (
     StepError,
     user_error_text,
 )
-from pitstop.tune.measure import TrialPlan, plan_for_budget
+from pitstop.tune.measure import TrialPlan, plan_for_budget, robust_rate
 from pitstop.tune.model_trials import BuiltStep, ModelConfig, StepConsumer, step_rate
 from pitstop.tune.progress import Reporter, SilentReporter
 from pitstop.tune.search import LoaderSearch, SearchDomain, run_grid, untried
@@ -73,7 +73,12 @@ class LoaderTuneResult:
 
     @property
     def step_rate(self) -> float | None:
-        return self.step.median if self.step is not None else None
+        """The step's own samples/s: the best of its measurements (at the start and after
+        each trial; a busy machine only ever slows a step down)."""
+        if self.step is None:
+            return None
+        alone = [t.step_alone for t in self.trials if t.step_alone is not None]
+        return max([robust_rate(self.step), *alone])
 
     @property
     def grid_size(self) -> int:
@@ -89,6 +94,7 @@ class LoaderTuneResult:
             "choice": self.choice.as_dict() if self.choice is not None else None,
             "batch_size": self.batch_size, "device": self.device, "consumer": self.consumer,
             "step_samples_per_s": self.step.summary() if self.step is not None else None,
+            "step_rate": round(self.step_rate, 3) if self.step_rate is not None else None,
             "epoch_batches": self.epoch_batches,
             "search": {"seconds": round(self.seconds, 3), "trials": len(self.trials),
                        "grid_size": self.grid_size, "untried": self.untried,
@@ -248,12 +254,21 @@ def tune_loader(dataset: Any, batch_size: int | None = None, *, device: str | to
             reporter.trial_finished(f"step alone: {step.median:,.1f} samples/s (min "
                                     f"{step.min:,.1f}, max {step.max:,.1f}) with the batch "
                                     f"already on {target_device}")
+            probe_plan = TrialPlan(repeat_seconds=plan.repeat_seconds / 2, repeats=2,
+                                   max_repeats=2)
+            built_step = consumer.built
+
+            def probe() -> float:
+                return robust_rate(step_rate(built_step, device_batch, plan=probe_plan,
+                                             budget=clock.local(), warmup=1))
+
+            runner.step_probe = probe
         domain = SearchDomain.for_machine(cpus, cuda=target_device.type == "cuda",
                                           max_workers=max_workers,
                                           start_methods=_start_methods(target))
         yours = _user_config(target)
         search = LoaderSearch(runner, domain, budget=clock,
-                              step_rate=step.median if step is not None else None,
+                              step_rate=robust_rate(step) if step is not None else None,
                               pin_default=target_device.type == "cuda", user_config=yours)
         interrupted = False
         with user_errors(named, model_named):

@@ -52,8 +52,18 @@ def plan_for_budget(seconds: float, *, trials: int, floor: float = 0.08,
     return TrialPlan(repeat_seconds=max(floor, min(ceiling, per_trial / 5)))
 
 
+def overall_rate(m: Measurement) -> float:
+    """Samples over seconds of all the repeats together: what a loader trial is ranked by.
+
+    A loader is a pipeline with a queue: while this process is descheduled the workers
+    fill it, and the next repeat drains it faster than they produce. The faster half
+    of the repeats would count those bursts; the total counts each sample once, over
+    all the time it took."""
+    return m.samples / m.timed_seconds if m.timed_seconds > 0 else 0.0
+
+
 def robust_rate(m: Measurement) -> float:
-    """The mean of the faster half of the repeats: what the search ranks by.
+    """The mean of the faster half of the repeats: what model trials are ranked by.
 
     On a machine shared with other work, noise is one-sided: another process taking
     the CPU slows a repeat down and never speeds one up, so the median moves with how

@@ -565,7 +565,7 @@ class ModelTrials:
 
 
 def step_rate(built_step: BuiltStep, batch: Any, *, plan: TrialPlan, budget: Budget,
-              reporter: Reporter | None = None) -> Measurement:
+              reporter: Reporter | None = None, warmup: int = GUARD_STEPS) -> Measurement:
     """Samples/s of ``built_step`` on one batch already on its device (the ideal)."""
     reporter = reporter or SilentReporter()
     sync = device_sync(built_step.device)
@@ -579,7 +579,7 @@ def step_rate(built_step: BuiltStep, batch: Any, *, plan: TrialPlan, budget: Bud
         return k * n
 
     with global_switches(built_step.config):
-        rate = warm_up(run, steps=GUARD_STEPS, sync=sync, tick=reporter.tick)
+        rate = warm_up(run, steps=max(1, warmup), sync=sync, tick=reporter.tick)
         return timed_repeats(run, steps=plan.steps_for(rate), plan=plan, sync=sync,
                              tick=reporter.tick, budget=budget).measurement
 

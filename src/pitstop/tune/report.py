@@ -55,7 +55,8 @@ def loader_table(result: LoaderTuneResult) -> Table:
                format_seconds(t.boundary_s) if t.boundary_s is not None else "",
                _rate(t.effective)]
         if step is not None:
-            row.append(f"{t.effective / step:.0%}" if t.effective is not None else "")
+            alone = t.step_alone or step
+            row.append(f"{t.effective / alone:.0%}" if t.effective is not None else "")
         row.append(f"{t.worker_cpu:.2f}" if t.worker_cpu is not None else "")
         row.append(mib(t.memory.in_flight * t.memory.batch_bytes)
                    if t.memory is not None and t.config.num_workers else "")
@@ -80,7 +81,7 @@ def loader_summary(result: LoaderTuneResult) -> list[str]:
                      f"{format_seconds(c.boundary_s)})")
         lines.append(text)
         if step is not None:
-            s = robust_rate(step)
+            s = result.step_rate or robust_rate(step)
             fed = eff >= 0.95 * s
             lines.append(
                 f"the training step alone (batch already on {result.device}): {s:,.1f} samples/s; "
@@ -232,7 +233,7 @@ def model_snippet(result: ModelTuneResult) -> str:
 
 def both_summary(loader: LoaderTuneResult, model: ModelTuneResult) -> list[str]:
     """The final expected rate against the ideal (the tuned model fed from device memory)."""
-    ideal = robust_rate(loader.step) if loader.step is not None else model.rate
+    ideal = loader.step_rate if loader.step_rate is not None else model.rate
     c = loader.choice
     if ideal is None or c is None or c.effective is None:
         return ["no final figure: the model or the loader had no measured configuration"]

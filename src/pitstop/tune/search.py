@@ -40,7 +40,7 @@ from pitstop.bench.measure import Measurement
 from pitstop.tune import interrupt
 from pitstop.tune.budget import Budget
 from pitstop.tune.loader_trials import LoaderConfig, LoaderTrial
-from pitstop.tune.measure import robust_rate
+from pitstop.tune.measure import overall_rate
 from pitstop.tune.memory import MemoryEstimate
 
 RISE = 0.05
@@ -146,7 +146,12 @@ class LoaderSearch:
         return min((t for t in done if t.score >= top * (1 - 1e-9)), key=lambda t: t.config.cost())
 
     def fed(self, trial: LoaderTrial) -> bool:
-        return self.step_rate is not None and trial.score >= FED * self.step_rate
+        """Keeps the step fed: FED of the step's own rate, as measured right after the
+        trial where it was (a busy machine slows both alike), else at the start."""
+        if self.step_rate is None:
+            return False
+        reference = trial.step_alone if trial.step_alone is not None else self.step_rate
+        return trial.score >= FED * reference
 
     def good_enough(self, trial: LoaderTrial) -> bool:
         """Fed (with a model, when some trial is), else as good as the best by the
@@ -243,10 +248,10 @@ class LoaderSearch:
                 best = trial
             if self.fed(trial):
                 rest = points[i:]
-                assert self.step_rate is not None
+                alone = trial.step_alone or self.step_rate or 0.0
                 self.notes.append(
                     f"sweep stopped at {w} workers: {trial.score:,.1f}/s keeps the step "
-                    f"({self.step_rate:,.1f}/s alone) fed"
+                    f"({alone:,.1f}/s alone) fed"
                     + (f"; {', '.join(map(str, rest))} workers not needed" if rest else ""))
                 return
             if i == len(points) and not extended and w == self.domain.max_workers:
@@ -392,7 +397,7 @@ def effective_measurement(trial: LoaderTrial) -> Measurement:
     spread over each repeat), so the bench's rule compares what the search ranks by."""
     m = trial.measurement
     assert m is not None and trial.effective is not None
-    factor = trial.effective / robust_rate(m) if m.median > 0 else 1.0
+    factor = trial.effective / overall_rate(m) if m.median > 0 else 1.0
     return Measurement(rates=[r * factor for r in m.rates], samples=m.samples,
                        timed_seconds=m.timed_seconds, warmup_seconds=m.warmup_seconds,
                        steps=m.steps)
