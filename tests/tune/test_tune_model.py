@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from pitstop_testing import pitstop_env
 from tune_factories import cancellation_model, gpt_style, hf_style, memory_bound, mlp_model
 
@@ -93,3 +94,18 @@ def test_torchrun_ranks_agree_on_one_batch_size(tmp_path: Path) -> None:
     assert cli.returncode == 0, cli.stdout[-3000:] + cli.stderr[-3000:]
     assert cli.stdout.count("pitstop tune model") == 1  # only rank 0 reports
     assert read_model_config(tmp_path / "cli.json")["batch_size"] <= 24
+
+
+def test_the_shipped_model_factories_are_valid_targets() -> None:
+    from pitstop.tune.factory import as_model_target, call_factory
+    from pitstop.tune.model_trials import make_batch
+
+    repo = HERE.parents[1]
+    for spec in (f"{repo / 'examples' / 'tune_example.py'}:model",
+                 "pitstop.tune.bench_workload:model_tiny"):
+        target = as_model_target(call_factory(spec, option="--model"), named=spec)
+        assert target.batch_fn is not None and target.loss_fn is not None
+        x, y = make_batch(target, 3)
+        assert x.shape[0] == y.shape[0] == 3
+        loss = target.loss_fn(target.model(x), y)
+        assert loss.dim() == 0 and torch.isfinite(loss)

@@ -542,11 +542,19 @@ class LoaderTrials:
                 interrupt.check()
             return samples
 
-        warm = max(4, config.in_flight + config.num_workers + 2)
+        # Drain what the workers prepared during start-up (in flight, plus a batch each),
+        # but no longer than a couple of repeats: a slow consumer keeps the queue full.
+        t0 = time.perf_counter()
+        run(2, self.reporter.tick)
+        self.consumer.sync()
+        first = 2 / max(1e-9, time.perf_counter() - t0)
+        backlog = config.in_flight + config.num_workers
+        warm = max(2, min(backlog, math.ceil(first * 2 * self.plan.repeat_seconds)))
         rate = warm_up(run, steps=warm, sync=self.consumer.sync, tick=self.reporter.tick)
         # A repeat shorter than what is in flight could be served from a queue that
-        # filled while this process was descheduled: at least twice as long.
-        steps = max(self.plan.steps_for(rate), 2 * config.in_flight)
+        # filled while this process was descheduled: twice as long, within 3 repeats' time.
+        steps = max(self.plan.steps_for(rate),
+                    min(2 * config.in_flight, math.ceil(rate * 3 * self.plan.repeat_seconds)))
         pids = session.pids
         cpu0, c0 = _cpu_seconds(pids), time.perf_counter()
         timed = timed_repeats(run, steps=steps, plan=self.plan, sync=self.consumer.sync,

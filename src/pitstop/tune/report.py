@@ -55,8 +55,7 @@ def loader_table(result: LoaderTuneResult) -> Table:
                format_seconds(t.boundary_s) if t.boundary_s is not None else "",
                _rate(t.effective)]
         if step is not None:
-            alone = t.step_alone or step
-            row.append(f"{t.effective / alone:.0%}" if t.effective is not None else "")
+            row.append(f"{t.effective / step:.0%}" if t.effective is not None else "")
         row.append(f"{t.worker_cpu:.2f}" if t.worker_cpu is not None else "")
         row.append(mib(t.memory.in_flight * t.memory.batch_bytes)
                    if t.memory is not None and t.config.num_workers else "")

@@ -145,13 +145,20 @@ class LoaderSearch:
         top = max(t.score for t in done)
         return min((t for t in done if t.score >= top * (1 - 1e-9)), key=lambda t: t.config.cost())
 
-    def fed(self, trial: LoaderTrial) -> bool:
-        """Keeps the step fed: FED of the step's own rate, as measured right after the
-        trial where it was (a busy machine slows both alike), else at the start."""
+    def step_alone(self) -> float | None:
+        """The step's own rate: the best of its measurements so far (at the start and
+        after each trial). A busy machine only ever slows a step down, so the best is
+        the closest to what it can do; judging "fed" against it errs towards one
+        worker too many, never towards a starved step."""
         if self.step_rate is None:
-            return False
-        reference = trial.step_alone if trial.step_alone is not None else self.step_rate
-        return trial.score >= FED * reference
+            return None
+        return max([self.step_rate, *(t.step_alone for t in self.runner.trials
+                                      if t.step_alone is not None)])
+
+    def fed(self, trial: LoaderTrial) -> bool:
+        """Keeps the step fed: at least FED of the step's own rate."""
+        alone = self.step_alone()
+        return alone is not None and trial.score >= FED * alone
 
     def good_enough(self, trial: LoaderTrial) -> bool:
         """Fed (with a model, when some trial is), else as good as the best by the
@@ -248,7 +255,7 @@ class LoaderSearch:
                 best = trial
             if self.fed(trial):
                 rest = points[i:]
-                alone = trial.step_alone or self.step_rate or 0.0
+                alone = self.step_alone() or 0.0
                 self.notes.append(
                     f"sweep stopped at {w} workers: {trial.score:,.1f}/s keeps the step "
                     f"({alone:,.1f}/s alone) fed"
