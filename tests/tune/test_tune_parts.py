@@ -106,6 +106,10 @@ class CurveRunner:
     def estimated_seconds(self, cfg: LoaderConfig) -> float:
         return 1.0
 
+    def remeasure(self, trial: LoaderTrial) -> LoaderTrial:
+        trial.rounds += 1
+        return trial
+
     def skip(self, cfg: LoaderConfig, role: str, reason: str, memory: object = None) -> LoaderTrial:
         t = LoaderTrial(cfg, role, "skipped", reason)
         self.trials.append(t)
@@ -113,7 +117,8 @@ class CurveRunner:
 
     def measure(self, cfg: LoaderConfig, role: str) -> LoaderTrial:
         r = self.rate(cfg)
-        m = Measurement(rates=[r, r, r], samples=1, timed_seconds=1, warmup_seconds=0, steps=1)
+        m = Measurement(rates=[r, r, r], samples=int(r * 3), timed_seconds=3, warmup_seconds=0,
+                        steps=3)
         t = LoaderTrial(cfg, role, "measured", measurement=m, batches_per_s=r / 8, startup_s=0.1,
                         boundary_s=0.0, effective=r, worker_cpu=self.cpu_per_worker, seconds=1)
         self.trials.append(t)
@@ -168,3 +173,10 @@ def test_a_deeper_prefetch_is_kept_only_when_it_pays() -> None:
     flat = CurveRunner({0: 50, 1: 100, 2: 200}, cpu_per_worker=0.9)
     outcome = _search(flat).run()
     assert outcome.best is not None and outcome.best.config.prefetch_factor == 1  # as fast, half the memory
+
+
+def test_a_sweep_that_would_stop_measures_both_again_first() -> None:
+    runner = CurveRunner({0: 100, 1: 180, 2: 182, 4: 183}, cpu_per_worker=0.9)
+    _search(runner, cpus=4).run()
+    again = {t.config.num_workers: t.rounds for t in runner.trials if t.rounds > 1}
+    assert again == {1: 2, 2: 2}  # the stop at 2 workers was confirmed before it was taken

@@ -110,7 +110,7 @@ def tune(what: str | None, dataset: str | None, model_spec: str | None, batch_si
     if json_path is not None:
         check_output_path(json_path, what="the JSON report", option="--json")
     if importlib.util.find_spec("torch") is None:
-        raise UsageError("pitstop tune needs PyTorch: pip install torch (or pitstop[tune])")
+        raise UsageError("pitstop tune needs PyTorch: install it (pip install torch) and run again")
 
     from rich.console import Console
 

@@ -321,6 +321,7 @@ class LoaderTrial:
     seconds: float = 0.0
     derived_from: int | None = None  # index of the trial whose steady rate this reuses
     step_alone: float | None = None  # the step's own rate, measured right after this trial
+    rounds: int = 1  # times measured (a decision taken on a close call measures again)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -342,7 +343,8 @@ class LoaderTrial:
             "worker_cpu_cores": _r(self.worker_cpu), "worker_bytes": self.worker_bytes,
             "memory": self.memory.as_dict() if self.memory is not None else None,
             "seconds": _r(self.seconds), "derived_from": self.derived_from,
-            "step_alone_samples_per_s": _r(self.step_alone), "notes": self.notes,
+            "step_alone_samples_per_s": _r(self.step_alone), "rounds": self.rounds,
+            "notes": self.notes,
         }
 
 
@@ -467,6 +469,35 @@ class LoaderTrials:
             return self.skip(config, role, f"not started: would not fit memory ({mem.why})", mem)
         trial = LoaderTrial(config, role, "measured", memory=mem)
         return self._trial(trial, self.estimated_seconds(config), self._steady)
+
+    def remeasure(self, trial: LoaderTrial) -> LoaderTrial:
+        """Measure ``trial``'s configuration again and merge the two: its repeats and
+        boundary costs pooled, its effective rate recomputed over both rounds. Used when
+        a decision compares two trials taken at different moments of a busy machine:
+        measured again in the opposite order (A B, then B A), drift hits both alike."""
+        again = self.measure(trial.config, trial.role)
+        self.trials.remove(again)
+        if not again.measured or not trial.measured:
+            return trial
+        assert trial.measurement is not None and again.measurement is not None
+        m, n = trial.measurement, again.measurement
+        merged = Measurement(rates=m.rates + n.rates, samples=m.samples + n.samples,
+                             timed_seconds=m.timed_seconds + n.timed_seconds,
+                             warmup_seconds=m.warmup_seconds + n.warmup_seconds,
+                             steps=m.steps + n.steps)
+        rounds = trial.rounds + 1
+        trial.boundary_s = ((trial.boundary_s or 0.0) * trial.rounds
+                            + (again.boundary_s or 0.0)) / rounds
+        trial.measurement = merged
+        trial.batches_per_s = merged.steps / merged.timed_seconds
+        trial.effective = self.effective(overall_rate(merged), trial.batches_per_s,
+                                         trial.boundary_s)
+        if again.step_alone is not None:
+            trial.step_alone = max(trial.step_alone or 0.0, again.step_alone)
+        trial.seconds += again.seconds
+        trial.rounds = rounds
+        trial.notes.append(f"measured {rounds} times; rates pooled")
+        return trial
 
     def boundary_only(self, config: LoaderConfig, steady: LoaderTrial, role: str) -> LoaderTrial:
         """Measure only start-up and the epoch boundary of ``config``, a variant of the

@@ -47,6 +47,8 @@ def loader_table(result: LoaderTuneResult) -> Table:
             verdict = ("same steady rate as #" + str(t.derived_from)) if t.derived_from else ""
         else:
             verdict = f"{t.status}: {t.reason}" if t.reason else t.status
+        if t.rounds > 1:
+            verdict = (verdict + "; " if verdict else "") + f"measured {t.rounds} times"
         row = [str(i), t.role, t.config.label(),
                _rate(m.median) if m is not None and t.derived_from is None else
                ("(#" + str(t.derived_from) + ")" if t.derived_from else ""),

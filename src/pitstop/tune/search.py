@@ -57,6 +57,7 @@ class TrialRunner(Protocol):
     trials: list[LoaderTrial]
 
     def measure(self, config: LoaderConfig, role: str) -> LoaderTrial: ...
+    def remeasure(self, trial: LoaderTrial) -> LoaderTrial: ...
     def boundary_only(self, config: LoaderConfig, steady: LoaderTrial, role: str) -> LoaderTrial: ...
     def skip(self, config: LoaderConfig, role: str, reason: str,
              memory: MemoryEstimate | None = None) -> LoaderTrial: ...
@@ -240,10 +241,17 @@ class LoaderSearch:
                     self.notes.append(f"workers >= {w} not tried: {trial.reason}")
                     return
                 continue
-            # Noise on a shared machine only slows a trial down: a step up counts as
-            # rising when its median, or failing that its best repeat, is RISE above.
-            rising = best is None or max(trial.score, _best_repeat(trial)) >= \
-                best.score * (1 + RISE)
+            rising = self._rising(trial, best)
+            if w >= 2 and not rising and best is not None and self._affords_two():
+                # Stopping is the decision that costs the most if noise took it: measure
+                # both again, in the opposite order, and decide on the pooled rates.
+                self.runner.remeasure(trial)
+                self.runner.remeasure(best)
+                rising = self._rising(trial, best)
+                if rising:
+                    self.notes.append(f"{w} workers looked no faster than "
+                                      f"{best.config.num_workers}; measured both again in "
+                                      f"turns: it is")
             if w >= 2 and not rising and best is not None:
                 rest = points[i:]
                 self.notes.append(
@@ -280,6 +288,16 @@ class LoaderSearch:
                         f"the workers were {why} "
                         + (f"({trial.worker_cpu:.2f} CPU each)" if trial.worker_cpu is not None
                            else ""))
+
+    @staticmethod
+    def _rising(trial: LoaderTrial, best: LoaderTrial | None) -> bool:
+        """A step up counts as rising when its rate, or failing that its best repeat, is
+        RISE above the best so far (noise mostly slows a trial down)."""
+        return best is None or max(trial.score, _best_repeat(trial)) >= best.score * (1 + RISE)
+
+    def _affords_two(self) -> bool:
+        return not self.out_of_budget and self.budget.affords(
+            2 * self.runner.estimated_seconds(LoaderConfig(0)))
 
     def _refine_workers(self) -> None:
         best = self.best_sweep()
