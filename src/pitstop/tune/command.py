@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 # The bench's own --device check and its "could not write an output" error, shared.
-from pitstop.bench.command import _output_errors, _resolve_device
+from pitstop.bench.command import _load_average, _output_errors, _resolve_device
 from pitstop.errors import EXIT_OK, UsageError
 
 if TYPE_CHECKING:
@@ -217,6 +217,7 @@ def _run(mode: str, *, dataset: str | None, model_spec: str | None, batch_size: 
     from pitstop.tune import interrupt
 
     reporter: Any = ConsoleReporter(err_console) if main else SilentReporter()
+    load_start = _load_average()
     try:
         with interrupt.guarded(), reporter:
             if mode == "both":
@@ -263,6 +264,14 @@ def _run(mode: str, *, dataset: str | None, model_spec: str | None, batch_size: 
         _print_block(out_console, report.loader_summary(loader_result))
     if model_result is not None and loader_result is not None:
         _print_block(out_console, report.both_summary(loader_result, model_result))
+    loads = [v for v in (load_start, _load_average()) if v is not None]
+    if loads:
+        from pitstop.train.loader import usable_cpus
+
+        _print_block(out_console, [
+            f"1-minute load average {' -> '.join(f'{v:g}' for v in loads)} on "
+            f"{usable_cpus()[0]} CPUs while this ran (above the CPU count, other processes "
+            f"competed for them: compare figures with care)"])
     if model_result is None and loader_result is None:
         err_console.print("pitstop tune: interrupted before any trial finished; nothing written")
         return EXIT_INTERRUPTED
@@ -286,6 +295,7 @@ def _run(mode: str, *, dataset: str | None, model_spec: str | None, batch_size: 
         with _output_errors("--json", json_path):
             atomic_write_json(json_path, report.doc(
                 command=sys.argv[1:], mode=mode, interrupted=interrupted,
+                load_average=loads,
                 model=model_result.as_dict() if model_result is not None else None,
                 loader=loader_result.as_dict() if loader_result is not None else None))
         written.append(str(json_path))

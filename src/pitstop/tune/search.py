@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from pitstop.bench.ladder import SLOWER_MARGIN, is_slower
+from pitstop.bench.ladder import SLOWER_MARGIN
 from pitstop.bench.measure import Measurement
 from pitstop.tune import interrupt
 from pitstop.tune.budget import Budget
@@ -162,17 +162,17 @@ class LoaderSearch:
         return alone is not None and trial.score >= FED * alone
 
     def good_enough(self, trial: LoaderTrial) -> bool:
-        """Fed (with a model, when some trial is), else as good as the best by the
-        bench's keep-or-leave-out rule: not more than TIE below it, or some repeat
-        reaching it (noise must not make a cheaper configuration lose)."""
+        """Fed (with a model, when some trial is), else not more than TIE below the best.
+
+        Unlike the bench's keep-or-leave-out rule, one repeat reaching the best does
+        not count: a loader's single repeats can be served from a queue that filled
+        while the consumer was descheduled, so only the total rate is trusted."""
         if not trial.measured:
             return False
         if self.step_rate is not None and any(self.fed(t) for t in self.measured()):
             return self.fed(trial)
         best = self.best()
-        if best is None:
-            return False
-        return not is_slower(effective_measurement(trial), effective_measurement(best))
+        return best is not None and trial.score >= best.score * (1 - TIE)
 
     def choice(self) -> LoaderTrial | None:
         """The cheapest good-enough measured configuration."""
