@@ -49,6 +49,8 @@ def assert_usage_error(proc: subprocess.CompletedProcess[str], *needles: str) ->
                                                           "/data/train.lmdb"]),
     (["loader", "--dataset", target("slow_items"), "--budget", "1s", "--batch-size", "2"],
      ["too small for one trial", "--budget"]),
+    (["model", "--model", target("slow_model"), "--budget", "1s"],
+     ["too small for one trial", "--budget", "did not finish within"]),
     (["loader", "--dataset", target("quick"), "--budget", "soon"], ["--budget 'soon'"]),
     (["loader", "--dataset", target("quick"), "--budget", "0s"], ["more than 0 seconds"]),
     (["loader", "--dataset", target("quick"), "--out", "/nonexistent-dir/x.json"],

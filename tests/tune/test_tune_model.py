@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 from pitstop_testing import pitstop_env
-from tune_factories import cancellation_model, gpt_style, hf_style, memory_bound, mlp_model
+from tune_factories import (
+    cancellation_model,
+    gpt_style,
+    hf_style,
+    memory_bound,
+    mlp_model,
+    slow_under_bf16,
+)
 
 import pitstop.tune
 from pitstop.tune.config import read_model_config
@@ -71,20 +78,57 @@ def test_models_that_compute_their_own_loss(factory) -> None:
     assert all(loss > 0 for loss in result.reference.losses)
 
 
-def test_torchrun_ranks_agree_on_one_batch_size(tmp_path: Path) -> None:
-    # Rank 0 fits 24 samples, rank 1 fits 96: both must settle on what rank 0 fits.
-    out = tmp_path / "pitstop-model.json"
+def test_a_trial_that_would_overrun_the_budget_is_cut_off_and_the_run_goes_on() -> None:
+    # fp32 steps take milliseconds, a bf16 step 4 s: the bf16 trial's guard steps alone
+    # (16 s) do not fit an 8 s budget, so it is cut off where the budget ends, recorded,
+    # and the tune still returns its answer with the process state put back.
+    before = (torch.backends.cudnn.benchmark, torch.backends.cuda.matmul.allow_tf32)
+    result = pitstop.tune.model(slow_under_bf16(), device="cpu", budget=8, repeat_seconds=0.05,
+                                skip=("compile", "optimizer", "batch-size"))
+    tried = [t for t in result.trials if t.config.precision == "bf16"]
+    assert tried, result.notes
+    bf16 = tried[0]
+    assert bf16.status == "skipped", bf16.as_dict()
+    assert "did not finish within" in (bf16.reason or "")
+    assert bf16.measurement is None and bf16.verdict == "skipped"
+    assert len(bf16.losses) < 4  # cut off inside the guard steps, not after them
+    assert result.config is not None and result.config.precision == "fp32"
+    assert result.reference is not None and result.best is result.reference
+    assert not torch.is_autocast_enabled("cpu")
+    assert (torch.backends.cudnn.benchmark, torch.backends.cuda.matmul.allow_tf32) == before
+    assert any(t["status"] == "skipped" for t in result.as_dict()["trials"])
+
+
+def _torchrun(tmp_path: Path, *args: str) -> list[dict]:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-           "--standalone", str(HERE / "rank_agreement.py"), str(tmp_path)]
+           "--standalone", str(HERE / "rank_agreement.py"), str(tmp_path), *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=pitstop_env(
         {"OMP_NUM_THREADS": "1"}), timeout=240, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    answers = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+
+
+def test_torchrun_a_trial_cut_off_on_one_rank_is_cut_off_on_all(tmp_path: Path) -> None:
+    # Only rank 1 is slow under bf16 (4 s a step, budget 10 s): its trial is cut off, and
+    # rank 0, which finished it, must drop it too (the group runs at its slowest rank's
+    # pace).
+    answers = _torchrun(tmp_path, "rank_slow_under_bf16")
+    assert answers[0]["trials"] and [t[:2] for t in answers[0]["trials"]] == \
+        [t[:2] for t in answers[1]["trials"]]
+    bf16 = [next(t for t in a["trials"] if t[0].startswith("bf16")) for a in answers]
+    assert bf16[0][1] == bf16[1][1] == "skipped", bf16
+    assert "another rank" in bf16[0][2] and "did not finish within" in bf16[1][2]
+    assert answers[0]["settings"] == answers[1]["settings"]
+    assert answers[0]["settings"]["precision"] == "fp32"
+
+
+def test_torchrun_ranks_agree_on_one_batch_size(tmp_path: Path) -> None:
+    # Rank 0 fits 24 samples, rank 1 fits 96: both must settle on what rank 0 fits.
+    answers = _torchrun(tmp_path, "rank_memory_bound")
     assert answers[0]["settings"] == answers[1]["settings"]
     assert answers[0]["settings"]["batch_size"] <= 24
     assert answers[0]["oom_sizes"] == answers[1]["oom_sizes"] and answers[0]["oom_sizes"]
     assert answers[0]["world_size"] == 2
-    del out
     cli = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                           "--standalone", "-m", "pitstop", "tune", "model", "--model",
                           f"{HERE / 'tune_factories.py'}:rank_memory_bound", "--budget", "20s",

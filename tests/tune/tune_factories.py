@@ -209,3 +209,42 @@ def rank_memory_bound() -> dict[str, Any]:
     """Under torchrun: rank 0 fits 24 samples, rank 1 fits 96."""
     rank = int(os.environ.get("RANK", "0"))
     return _memory_bound(24 if rank == 0 else 96)
+
+
+class SlowUnderBf16(torch.nn.Module):
+    """Fast in fp32; ``bf16_step_s`` seconds a step under bf16 autocast (an option far
+    slower than the budget allows, as a CPU without bf16 instructions makes it)."""
+
+    def __init__(self, bf16_step_s: float) -> None:
+        super().__init__()
+        self.bf16_step_s = bf16_step_s
+        self.lin = torch.nn.Linear(768, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.lin(torch.flatten(x, 1))
+        if out.dtype == torch.bfloat16 and self.bf16_step_s > 0:
+            time.sleep(self.bf16_step_s)
+        return out
+
+
+def _slow_under_bf16(seconds: float) -> dict[str, Any]:
+    torch.manual_seed(0)
+    x = torch.randn(8, 3, 16, 16)
+    y = torch.randint(0, 10, (8,))
+    return {"model": SlowUnderBf16(seconds), "batch": (x, y), "loss_fn": F.cross_entropy}
+
+
+def slow_under_bf16() -> dict[str, Any]:
+    return _slow_under_bf16(4.0)
+
+
+def rank_slow_under_bf16() -> dict[str, Any]:
+    """Under torchrun: only rank 1 is slow under bf16."""
+    return _slow_under_bf16(4.0 if int(os.environ.get("RANK", "0")) == 1 else 0.0)
+
+
+def slow_model() -> dict[str, Any]:
+    """Two seconds a step whatever the settings: no trial fits a budget of a second."""
+    x = torch.randn(8, 3, 16, 16)
+    y = torch.randint(0, 10, (8,))
+    return {"model": SleepStep(2.0), "batch": (x, y), "loss_fn": F.cross_entropy}

@@ -333,8 +333,9 @@ class ModelTrials:
         self.reporter = reporter or SilentReporter()
         self.trials: list[ModelTrial] = []
         self._agree = agree or (lambda values, op: values)
-        # Each trial is cut off when the budget (plus GRACE) runs out. Not under
-        # torchrun: a rank cut off mid-trial would leave the others in a collective.
+        # Each trial is cut off when the budget (plus GRACE) runs out, under torchrun
+        # too: a trial holds no collective (see _run), so a rank cut off mid-trial
+        # leaves none waiting, and the outcome is agreed afterwards (_agree_on).
         self._bounded = bounded
         self._sync = device_sync(device)
         self._batches: dict[int, Any] = {}
@@ -525,14 +526,23 @@ class ModelTrials:
             self._free()
 
     def _agree_on(self, trial: ModelTrial, oom: bool) -> None:
-        ok = 1.0 if trial.status == "measured" else 0.0
         rate = trial.rate if trial.measured else 0.0
-        flags = self._agree([1.0 if oom else 0.0, 1.0 - ok], "max")
-        if trial.measured and flags[1] > 0:
-            trial.status = "oom" if flags[0] > 0 else "failed"
-            trial.reason = ("out of memory on another rank" if flags[0] > 0
-                            else "failed on another rank")
+        # Every rank takes the worst outcome of any: out of memory, then failed, then
+        # cut off by the budget (a rank that finished must not keep a trial another
+        # could not finish in time: a data-parallel run waits for its slowest rank).
+        mine = [1.0 if oom else 0.0,
+                1.0 if trial.status == "failed" else 0.0,
+                1.0 if trial.status == "skipped" else 0.0]
+        flags = self._agree(mine, "max")
+        worst = ("oom" if flags[0] > 0 else "failed" if flags[1] > 0
+                 else "skipped" if flags[2] > 0 else None)
+        if worst is not None and trial.status != worst and trial.status != "interrupted":
+            trial.status = worst
+            trial.reason = {"oom": "out of memory on another rank",
+                            "failed": "failed on another rank",
+                            "skipped": "did not finish in time on another rank"}[worst]
             trial.measurement = None
+            trial.paired_gain = None
         if trial.measured and trial.measurement is not None:
             slowest = self._agree([rate], "min")[0]
             if slowest < rate and slowest > 0:

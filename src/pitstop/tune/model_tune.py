@@ -324,8 +324,7 @@ def tune_model(model: Any, batch: Any = None, loss_fn: Callable[..., Any] | None
     started = time.perf_counter()
     from pitstop.bench.ladder import compile_problem
 
-    trials = ModelTrials(target, dev, plan=plan, budget=clock, reporter=reporter, agree=reduce,
-                         bounded=agree is None)
+    trials = ModelTrials(target, dev, plan=plan, budget=clock, reporter=reporter, agree=reduce)
     groups, not_tried = _options(target, dev, compile_problem(dev))
     for name in skip:
         if name == "batch-size":
