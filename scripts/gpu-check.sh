@@ -48,5 +48,9 @@ cp /tmp/pitstop-gpu-profile/profile.json "$OUT/profile.json" 2>/dev/null
 #    peaks and out-of-memory recovery, torch.compile amortised over --steps.
 step tune 200 "$PY" -m pitstop tune model --model examples/tune_example.py:model --device cuda \
   --budget 150s --steps 20000 --json "$OUT/tune.json"
+# 6. pitstop tune loader on the example dataset for the GPU: pinned memory is tried, the
+#    batches are copied to the device inside each trial (its JSON goes into the archive).
+step tune-loader 90 "$PY" -m pitstop tune loader --dataset examples/tune_example.py:dataset \
+  --device cuda --budget 45s --out "$LOGS/pitstop-loader.json" --json "$LOGS/tune-loader.json"
 
 exit $status
