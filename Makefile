@@ -4,8 +4,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Which torch to install first. torch==2.13.0 resolves to the CPU build kept on the
-# project's own machines; override on a GPU box, e.g. `make run TORCH_SPEC="torch"`.
+# Which torch to install first: pitstop itself never depends on torch (docs/install.md),
+# so this is the only place a torch is chosen. torch==2.13.0 resolves to the CPU build
+# kept on the project's own machines; never a bare `torch`, which makes pip pick a
+# multi-GB CUDA build. On a GPU box name the build for its driver (`pitstop bench`
+# prints it), e.g. make run TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cu128"
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.pitstop-installed
 
@@ -13,7 +16,7 @@ STAMP := $(VENV)/.pitstop-installed
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q $(TORCH_SPEC)
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 

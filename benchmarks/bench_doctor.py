@@ -4,7 +4,9 @@
 
 All run as fresh subprocesses of the same interpreter, interleaved (doctor with its
 table, doctor --json, collect_env, doctor, ...) so that background load hits both alike; one warm-up run of each is not
-counted. Prints every wall time, the medians, and the ratio collect_env / doctor (the
+counted. The warm-up also writes pitstop's .pyc files, as `pip install` does (torch's come
+with its install): PYTHONDONTWRITEBYTECODE is removed from the subprocesses'
+environment, or every run would compile pitstop from source (~80 ms on a 2-core VM). Prints every wall time, the medians, and the ratio collect_env / doctor (the
 slower of the two doctor forms).
 collect_env checks far less (versions, and nvidia-smi's GPU list); doctor runs its 48
 checks without importing torch.
@@ -36,6 +38,7 @@ def main() -> int:
     ap.add_argument("--json", metavar="OUT", help="also write the timings as JSON")
     args = ap.parse_args()
     env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = str(REPO / "src") + os.pathsep + env.get("PYTHONPATH", "")
     commands = {
         "pitstop doctor": [sys.executable, "-m", "pitstop", "doctor"],  # the rich table
@@ -60,7 +63,8 @@ def main() -> int:
     collect = medians["python -m torch.utils.collect_env"]
     ratio = collect / doctor if doctor else float("nan")
     print(f"\ncollect_env / doctor = {ratio:.1f}x  (slower doctor median {doctor * 1000:.0f} ms, "
-          f"{args.repeats} interleaved runs each, {os.cpu_count()} CPUs)")
+          f"{args.repeats} interleaved runs each, {os.cpu_count()} CPUs, load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())})")
     if args.json:
         sys.path.insert(0, str(REPO / "src"))
         from pitstop.fileio import atomic_write_json

@@ -28,7 +28,10 @@ step() {  # step NAME LIMIT_S CMD...: run with a time limit, log to LOGS/NAME.lo
   return 0
 }
 
-{ nvidia-smi; "$PY" -c "import torch;print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"; } \
+# ... and the torch build pitstop names when a command needs torch (a cuXXX variant for
+# this driver, from the doctor's DR003 command: docs/install.md).
+{ nvidia-smi; "$PY" -c "import torch;print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
+  "$PY" -c "from pitstop.deps import torch_install_hint as h; print('pitstop advises:', h())"; } \
   >"$OUT/machine.txt" 2>&1
 
 # 1. Every CUDA-only test (pitstop.train's sync-free step, prefetcher streams, real OOM,
@@ -43,14 +46,29 @@ step bench 240 "$PY" -m pitstop bench --quick --device cuda --json "$OUT/bench.j
 step profile 90 "$PY" -m pitstop profile --steps 20 --warmup 3 --out /tmp/pitstop-gpu-profile \
   -- "$PY" examples/train_pitstop.py --device cuda --steps 40
 cp /tmp/pitstop-gpu-profile/profile.json "$OUT/profile.json" 2>/dev/null
-# 5. pitstop tune model on the example model: precision (TF32, bf16, fp16+scaler),
+# 5. monitor beside a training run: one snapshot (GPM on Hopper), a short recording with
+#    its verdicts, the plot of it, and a real NVML value set for the monitor's tests.
+"$PY" examples/train_pitstop.py --device cuda --steps 100000 >"$LOGS/monitor-train.log" 2>&1 &
+train_pid=$!
+sleep 15  # past CUDA init and the first batches
+step monitor-once 60 "$PY" -m pitstop monitor --once --json --interval 1
+cp "$LOGS/monitor-once.log" "$OUT/monitor.json"
+step monitor-record 60 "$PY" -m pitstop monitor --record "$LOGS/monitor-record.jsonl" --interval 0.5 --duration 20
+step monitor-plot 60 "$PY" -m pitstop plot "$LOGS/monitor-record.jsonl" -o "$LOGS/monitor-record.png"
+step record-nvml 60 "$PY" scripts/record_nvml.py "$LOGS/nvml-recorded.json" --frames 10 \
+  --bind-pid "$train_pid" --what "examples/train_pitstop.py --device cuda"
+kill "$train_pid" 2>/dev/null; wait "$train_pid" 2>/dev/null
+# 6. pitstop tune model on the example model: precision (TF32, bf16, fp16+scaler),
 #    cudnn.benchmark, channels_last, fused AdamW/SGD, batch size with real CUDA memory
 #    peaks and out-of-memory recovery, torch.compile amortised over --steps.
 step tune 200 "$PY" -m pitstop tune model --model examples/tune_example.py:model --device cuda \
   --budget 150s --steps 20000 --json "$OUT/tune.json"
-# 6. pitstop tune loader on the example dataset for the GPU: pinned memory is tried, the
+# 7. pitstop tune loader on the example dataset for the GPU: pinned memory is tried, the
 #    batches are copied to the device inside each trial (its JSON goes into the archive).
 step tune-loader 90 "$PY" -m pitstop tune loader --dataset examples/tune_example.py:dataset \
   --device cuda --budget 45s --out "$LOGS/pitstop-loader.json" --json "$LOGS/tune-loader.json"
 
+# OUT holds at most 8 files: summary.txt, machine.txt, doctor/bench/profile/monitor/tune
+# JSON and logs.tar.gz (every log, recording, plot and the rest, written to LOGS and
+# bundled by the EXIT trap above, also when a step fails).
 exit $status

@@ -3,9 +3,11 @@ a module named ``conftest`` is ambiguous when several test folders have one)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,3 +107,34 @@ def run_cli_as_nobody(argv: list[str]) -> tuple[int, str, str]:
     if code == NOBODY_SETUID_FAILED:
         pytest.skip(err)
     return code, out, err
+
+
+# ---------------------------------------------------------------- a disk that is full
+
+@contextlib.contextmanager
+def tiny_tmpfs(mountpoint: Path, size_kib: int = 64) -> Iterator[Path]:
+    """A real tmpfs of ``size_kib`` mounted at ``mountpoint`` (made here), for writes that
+    must fail with ENOSPC; skips the test where mounting is not permitted."""
+    import pytest
+
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs",
+                           str(mountpoint)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "-l", str(mountpoint)], check=False)
+
+
+def fill(folder: Path) -> None:
+    """Fill the filesystem under ``folder`` to the last byte."""
+    fd = os.open(folder / ".filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -51,6 +51,14 @@ class Sysroot:
         except (OSError, ValueError):
             return None
 
+    def read_bytes(self, abs_path: str) -> bytes | None:
+        """The file's bytes as they are (EFI variables, certificates), or ``None`` if
+        unreadable."""
+        try:
+            return self.path(abs_path).read_bytes()
+        except (OSError, ValueError):
+            return None
+
     def read_int(self, abs_path: str, base: int = 0) -> int | None:
         """The file parsed as one integer (``0x`` prefixes allowed), or ``None``."""
         text = self.read_text(abs_path)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -11,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import psutil
 import pytest
 from _bench_helpers import TINY_CLI, cli_env
 from PIL import Image
+from pitstop_testing import fill, tiny_tmpfs
 
 from pitstop.bench.report import JSON_SCHEMA
 from pitstop.bench.rungs import RUNGS
@@ -135,6 +139,11 @@ def test_user_image_folder_with_a_truncated_jpeg(tmp_path: Path, pitstop_cli: An
     (["--device", "cuda"], "--device cuda"),
     (["--data", "afile.txt"], "not a folder"),
     (["--json", "afile.txt/out.json"], "afile.txt is not a folder"),
+    (["--rungs", ""], "names no rung"),
+    (["--compile-timeout", "nan"], "'nan' is not a finite number"),
+    (["--data", "typo/dir"], "folder typo does not exist"),
+    (["--json", "typo/x.json"], "folder typo does not exist"),
+    (["--plot", "typo/x.png"], "folder typo does not exist"),
 ])
 def test_usage_errors_are_one_line_exit_2(tmp_path: Path, pitstop_cli: Any, args: list[str], message: str) -> None:
     if "--device" in args and _cuda():
@@ -145,17 +154,33 @@ def test_usage_errors_are_one_line_exit_2(tmp_path: Path, pitstop_cli: Any, args
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pitstop: error:") and message in lines[0]
     assert "Traceback" not in proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["afile.txt"]  # nothing created from the typo
+
+
+def test_an_output_that_cannot_be_written_fails_before_the_run(tmp_path: Path,
+                                                               pitstop_cli: Any) -> None:
+    # /proc accepts no new files: the real write probe says so before any work
+    proc = pitstop_cli("bench", *TINY_CLI, "--rungs", "0", "--data", str(tmp_path / "cache"),
+                       "--json", "/proc/pitstop-bench-test.json")
+    assert proc.returncode == 2
+    assert proc.stdout == ""  # nothing measured
+    assert proc.stderr.strip().splitlines() == [
+        "pitstop: error: --json /proc/pitstop-bench-test.json: cannot write there (No such file "
+        "or directory); choose another path for the JSON results"]
+    assert not (tmp_path / "cache").exists()  # not even the image cache was made
 
 
 def test_an_output_that_cannot_be_written_after_the_run_is_one_line(tmp_path: Path,
                                                                      pitstop_cli: Any) -> None:
-    # /proc accepts no new files, and the folder check cannot know that before the run
-    proc = pitstop_cli("bench", *TINY_CLI, "--rungs", "0", "--data", str(tmp_path / "cache"),
-                       "--json", "/proc/pitstop-bench-test.json")
+    # A real disk that is full by the time the results are written (the probe fits).
+    with tiny_tmpfs(tmp_path / "full", size_kib=16) as full:
+        fill(full)
+        proc = pitstop_cli("bench", *TINY_CLI, "--rungs", "0", "--data",
+                           str(tmp_path / "cache"), "--json", str(full / "bench.json"))
     assert proc.returncode == 2
     assert "0 naive" in proc.stdout  # the table was printed before the write failed
     assert proc.stderr.strip().splitlines()[-1].startswith(
-        "pitstop: error: --json /proc/pitstop-bench-test.json: cannot write it")
+        f"pitstop: error: --json {full / 'bench.json'}: cannot write it (No space left")
     assert "Traceback" not in proc.stderr
 
 
@@ -168,10 +193,17 @@ def _cuda() -> bool:
 def test_ctrl_c_prints_the_rungs_measured_so_far(tmp_path: Path, pitstop_cli: Any) -> None:
     out_json = tmp_path / "partial.json"
     long_run = [*TINY_CLI, "--steps", "60", "--repeats", "3", "--rungs", "0-6"]
+    # As a terminal's Ctrl-C: SIGINT to the whole process group (bench and its DataLoader
+    # workers), in a session of its own so that pytest is not in it. SIGINT starts at
+    # its default: a suite run as a background job inherits it ignored, and Python
+    # then never installs its KeyboardInterrupt handler.
     proc = subprocess.Popen(
         [sys.executable, "-m", "pitstop", "bench", *long_run, "--data", str(tmp_path / "c"),
          "--json", str(out_json)],
-        env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    workers: set[int] = set()
     try:
         assert proc.stderr is not None
         seen = []
@@ -181,15 +213,20 @@ def test_ctrl_c_prints_the_rungs_measured_so_far(tmp_path: Path, pitstop_cli: An
                 break
         else:
             pytest.fail("bench ended before rung 0 finished:\n" + "".join(seen))
-        proc.send_signal(signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGINT)
+        with contextlib.suppress(psutil.Error):
+            workers = {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
         stdout, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    stderr = "".join(seen) + stderr
     assert proc.returncode == 130, stderr
     assert "naive loop" in stdout and "interrupted (Ctrl-C)" in stdout
-    assert "Traceback" not in stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    assert not [p for p in workers if psutil.pid_exists(p)
+                and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]  # workers ended
     doc = json.loads(out_json.read_text())
     assert doc["interrupted"] is True
     rows = doc["rungs"]

@@ -66,7 +66,8 @@ def test_truncated_jpeg_is_detected_and_the_cache_rebuilt(tmp_path: Path) -> Non
     assert check_cache(folder, TINY_SPEC) is None
 
 
-@pytest.mark.parametrize("damage", ["flip-bytes", "delete-file", "delete-manifest", "bad-manifest"])
+@pytest.mark.parametrize("damage", ["flip-bytes", "delete-file", "delete-manifest", "bad-manifest",
+                                    "deep-manifest", "huge-manifest"])
 def test_other_corruption_is_detected(tmp_path: Path, damage: str) -> None:
     folder = prepare_synthetic(tmp_path, TINY_SPEC).folder
     victim = _jpeg_paths(folder)[0]
@@ -78,6 +79,10 @@ def test_other_corruption_is_detected(tmp_path: Path, damage: str) -> None:
         victim.unlink()
     elif damage == "delete-manifest":
         (folder / "manifest.json").unlink()
+    elif damage == "deep-manifest":  # was a RecursionError out of `pitstop bench --data`
+        (folder / "manifest.json").write_text("[" * 20_000 + "]" * 20_000)
+    elif damage == "huge-manifest":  # never read whole into memory
+        (folder / "manifest.json").write_text(" " * (4 << 20) + "{}")
     else:
         (folder / "manifest.json").write_text("{not json")
     assert check_cache(folder, TINY_SPEC) is not None

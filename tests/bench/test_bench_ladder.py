@@ -276,3 +276,37 @@ def test_cuda_ladder_pins_prefetches_and_autotunes(tiny: DataSource) -> None:
         assert trainer.applied["pin_memory"] is True and trainer.applied["num_workers"] == 0
     finally:
         trainer.close()
+
+
+def test_ctrl_c_while_the_workers_are_joined_is_not_lost(tiny: DataSource,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cause of the flaky Ctrl-C test: dropping the loader runs the DataLoader
+    iterator's __del__, which joins the workers (seconds on a loaded machine). A SIGINT
+    landing there raised KeyboardInterrupt inside __del__, which Python swallows
+    ("Exception ignored in ..."): the ladder climbed on. Here the SIGINT lands there on
+    purpose, sent by the process to itself at the start of the shutdown."""
+    import signal
+
+    from torch.utils.data import dataloader
+
+    original = dataloader._MultiProcessingDataLoaderIter._shutdown_workers
+    landed: list[bool] = []
+
+    def shutdown_with_ctrl_c(self: Any) -> None:
+        if not landed:
+            landed.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+        original(self)
+
+    monkeypatch.setattr(dataloader._MultiProcessingDataLoaderIter, "_shutdown_workers",
+                        shutdown_with_ctrl_c)
+    trainer = Trainer(make_workload(tiny, steps=10, repeats=3), Knobs(workers=True))
+    try:
+        trainer.run(2, _no_tick)
+        assert psutil.Process().children()  # the workers run
+        with pytest.raises(KeyboardInterrupt):
+            trainer.close_loader()
+        assert landed
+    finally:
+        trainer.close()
+    assert psutil.Process().children() == []  # and they were ended all the same

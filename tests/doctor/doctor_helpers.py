@@ -24,7 +24,14 @@ DATA = {
     "docker-shm64": "/workspace/data",
     "pcie-gen3-x4": "/data/imagenet",
     "thermal-slowdown": "/data/imagenet",
+    "kernel-upgrade-dkms": "/data/imagenet",
+    "secure-boot-mok": "/data/imagenet",
+    "k8s-pod-1of4": "/data/imagenet",
+    "cloud-vm-ebs": "/data/imagenet",
+    "slurm-node-2of8": "/raid/datasets/imagenet",
 }
+# Healthy controls: nothing may be reported (no warning, no problem).
+HEALTHY = ("rtx4090-workstation", "k8s-pod-1of4", "slurm-node-2of8")
 
 
 def machine_facts(name: str) -> dict[str, Any]:

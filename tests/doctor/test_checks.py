@@ -113,7 +113,7 @@ def test_driver535_cu128_fixture_points_to_cuda_repo(facts_of) -> None:
     assert r.status == "warning"
     assert r.remedy is not None
     assert "cuda-keyring" in r.remedy.text and "debian12" in r.remedy.text
-    assert "download.pytorch.org/whl/cu118" in r.remedy.text
+    assert "torch==2.8.0 --index-url https://download.pytorch.org/whl/cu129" in r.remedy.text
 
 
 def test_cudnn_mismatch_and_missing(facts_of) -> None:
@@ -154,6 +154,55 @@ def test_cuda_lib_pins(facts_of) -> None:
     r = one(facts, "DR008")
     assert r.status == "warning"
     assert r.remedy is not None and "nvidia-nccl-cu12==2.21.5" in r.remedy.text
+
+
+def test_cuda_libs_every_pin_of_the_real_wheel_is_read(facts_of) -> None:
+    # The bug of issue 15: 8-11 of torch's pins called "missing" although installed.
+    for machine, release, pinned in (("rtx4090-workstation", "2.5.1", 12),
+                                     ("docker-shm64", "2.8.0", 14)):
+        r = one(facts_of(machine), "DR008")
+        assert r.status == "ok", r.summary
+        assert r.evidence["required"] == pinned == r.evidence["matching"], r.evidence
+        assert r.evidence["torch"] == release and r.evidence["missing"] == []
+
+
+def test_cuda_libs_missing_is_only_what_is_absent(facts_of) -> None:
+    facts = facts_of("docker-shm64")
+    del facts["torch"]["cuda_libs"]["nvidia-cufile-cu12"]
+    facts["torch"]["cuda_libs"]["nvidia-nccl-cu12"] = "2.26.2"
+    r = one(facts, "DR008")
+    assert r.status == "warning"
+    assert r.evidence["missing"] == ["nvidia-cufile-cu12"]
+    assert r.evidence["mismatched"] == {"nvidia-nccl-cu12": {"torch_wants": "==2.27.3",
+                                                             "installed": "2.26.2"}}
+    assert "1 missing (nvidia-cufile-cu12)" in r.summary
+    assert r.remedy is not None
+    assert r.remedy.text == "pip install nvidia-cufile-cu12==1.13.1.3 nvidia-nccl-cu12==2.27.3"
+
+
+def test_cuda_libs_markers_decide_what_applies(facts_of) -> None:
+    facts = facts_of("rtx4090-workstation")
+    env = facts["torch"]["marker_environment"]
+    assert env["platform_machine"] == "x86_64" and env["python_version"] == "3.13"
+    facts["torch"]["cuda_libs"] = {}
+    env["platform_machine"] = "aarch64"  # the x86_64-only pins do not apply on arm64
+    assert one(facts, "DR008").not_applicable
+    env["platform_machine"] = None  # unknown architecture: undecided, never "missing"
+    r = one(facts, "DR008")
+    assert r.status == "ok" and len(r.evidence["undecided"]) == 12 and r.evidence["missing"] == []
+    # ... unless its siblings under the same marker are installed: then it held.
+    facts = facts_of("rtx4090-workstation")
+    facts["torch"]["marker_environment"]["platform_machine"] = None
+    del facts["torch"]["cuda_libs"]["nvidia-nvtx-cu12"]
+    r = one(facts, "DR008")
+    assert r.status == "warning" and r.evidence["missing"] == ["nvidia-nvtx-cu12"]
+
+
+def test_cuda_libs_from_facts_without_requires_dist(facts_of) -> None:
+    facts = facts_of("rtx4090-workstation")
+    del facts["torch"]["requires_dist"]  # a facts file of the earlier format: its pins
+    facts["torch"]["cuda_libs"]["nvidia-nccl-cu12"] = "2.18.1"
+    assert one(facts, "DR008").status == "warning"
 
 
 def test_torch_missing(facts_of) -> None:
@@ -357,6 +406,52 @@ def test_cgroup_quota_and_threads(facts_of) -> None:
     assert one(facts, "DR044").status == "ok"
 
 
+def test_recorded_torch_threads_oversubscribe_a_quota(facts_of) -> None:
+    facts = facts_of("docker-shm64")
+    assert facts["torch"]["runtime_recorded"] is True
+    r = one(facts, "DR044")
+    assert r.status == "problem" and "torch.get_num_threads()=16" in r.summary
+    facts["environment"]["variables"]["OMP_NUM_THREADS"] = "4"
+    assert one(facts, "DR044").status == "ok"
+    assert one(facts, "DR043").status == "ok"  # the quota is what the threads are sized by
+
+
+def test_a_schedulers_cpuset_is_not_oversubscription(facts_of) -> None:
+    facts = facts_of("slurm-node-2of8")
+    q = one(facts, "DR043")
+    assert q.status == "ok" and q.evidence["assigned_by"] == "Slurm job 4242"
+    assert "os.sched_getaffinity" in q.summary
+    # Only OpenMP's default is known to follow the mask (torch's inter-op pool and, per
+    # pytorch/pytorch#193859, some builds' intra-op default do not): no claim about torch.
+    assert "torch follow" not in q.summary
+    r = one(facts, "DR044")
+    assert r.status == "ok" and "torch's own count is not known: run with --torch" in r.summary
+    # With the import recorded, torch's own count decides.
+    facts["torch"]["runtime"] = {"num_threads": 64, "cuda_available": True}
+    assert one(facts, "DR044").status == "problem"
+    facts["torch"]["runtime"]["num_threads"] = 16
+    assert one(facts, "DR044").summary == "thread counts fit the usable CPUs"
+    del facts["torch"]["runtime"]
+    # The same mask on a plain host (taskset by hand) is worth a warning.
+    del facts["environment"]["variables"]["SLURM_JOB_ID"]
+    assert one(facts, "DR043").status == "warning"
+    # OpenMP follows the affinity mask: without a quota, no "OMP_NUM_THREADS unset" warning.
+    assert one(facts, "DR044").status == "ok"
+    facts["environment"]["variables"]["OMP_NUM_THREADS"] = "64"
+    assert one(facts, "DR044").status == "problem"
+
+
+def test_pod_quota_that_omp_fits(facts_of) -> None:
+    facts = facts_of("k8s-pod-1of4")
+    q = one(facts, "DR043")
+    assert q.status == "ok" and "OMP_NUM_THREADS=8 fits" in q.summary
+    del facts["environment"]["variables"]["OMP_NUM_THREADS"]
+    assert "torch.get_num_threads()=8 fits" in one(facts, "DR043").summary
+    del facts["torch"]["runtime"]
+    assert one(facts, "DR043").status == "warning"
+    assert one(facts, "DR044").status == "warning"
+
+
 # --- memory --------------------------------------------------------------------------
 
 def test_docker_shm(facts_of) -> None:
@@ -439,7 +534,8 @@ def test_a_crashing_check_becomes_unknown(facts_of) -> None:
 def test_readahead_only_judged_for_spinning_disks(facts_of) -> None:
     r = one(facts_of("lvm-hdd"), "DR035")
     assert r.status == "warning" and r.evidence == {"device": "dm-0", "read_ahead_kb": 128,
-                                                    "wanted_kb": 4096}
+                                                    "wanted_kb": 4096, "under": "spinning disk"}
+    assert "spinning disk" in r.summary
     assert r.remedy is not None and "pitstop system apply --only readahead" in r.remedy.text
     assert one(facts_of("rtx4090-workstation"), "DR035").not_applicable
 
@@ -448,6 +544,10 @@ def test_memlock_with_rdma(facts_of) -> None:
     facts = facts_of("docker-shm64")
     assert one(facts, "DR055").not_applicable
     facts["kernel_modules"]["infiniband_devices"] = ["mlx5_0", "mlx5_1"]
+    # the host's RDMA devices show in sysfs, but the container has no verbs nodes
+    r = one(facts, "DR055")
+    assert r.not_applicable and "not passed into this container" in r.summary
+    facts["kernel_modules"]["rdma_dev_nodes"] = ["rdma_cm", "uverbs0", "uverbs1"]
     r = one(facts, "DR055")
     assert r.status == "warning" and r.evidence["memlock_soft"] == "8 MiB"
     assert r.remedy is not None and "--ulimit memlock=-1:-1" in r.remedy.text
@@ -497,6 +597,57 @@ def test_container_memory_limit_is_what_counts(facts_of) -> None:
     assert r.status == "warning" and "cgroup v2 limit" in r.summary
 
 
+def test_cloud_vm_data_on_ebs(facts_of) -> None:
+    facts = facts_of("cloud-vm-ebs")
+    r = one(facts, "DR031")
+    assert r.status == "warning" and "network block volume: nvme1n1 (AWS EBS volume" in r.summary
+    r = one(facts, "DR035")
+    assert r.status == "warning" and "spinning" not in r.summary
+    assert "AWS EBS volume" in r.summary and "round trip" in r.summary
+    r = one(facts, "DR030")
+    assert r.status == "ok" and "network volume" in r.summary and "spinning disk (" not in r.summary
+    # The instance store is local flash, not a network volume.
+    facts["storage"]["disks"][0].update(name="nvme2n1", model="Amazon EC2 NVMe Instance Storage")
+    assert one(facts, "DR031").status == "ok"
+    assert one(facts, "DR035").not_applicable
+
+
+@pytest.mark.parametrize(("disk", "dr030", "dr035_word"), [
+    # GCP Persistent Disk over virtio-scsi reports rotational=1
+    ({"name": "sda", "transport": "virtio", "vendor": "Google", "model": "PersistentDisk",
+      "rotational": 1}, "ok", "GCP Persistent Disk"),
+    ({"name": "rbd0", "transport": "rbd", "model": None, "rotational": 0}, "ok",
+     "Ceph RBD volume"),
+    ({"name": "sdb", "transport": "iscsi", "vendor": "LIO-ORG", "model": "datastore",
+      "rotational": 1}, "ok", "iSCSI LUN"),
+    ({"name": "sda", "transport": "hyperv", "vendor": "Msft", "model": "Virtual Disk",
+      "rotational": 1}, "ok", None),
+    ({"name": "sda", "transport": "sata", "vendor": "ATA", "model": "ST8000DM004",
+      "rotational": 1}, "problem", "spinning disk"),
+])
+def test_storage_wording_fits_the_device(facts_of, disk: dict[str, Any], dr030: str,
+                                         dr035_word: str | None) -> None:
+    facts = facts_of("rtx4090-workstation")
+    facts["storage"]["disks"][0].update(disk)
+    r = one(facts, "DR030")
+    assert r.status == dr030
+    if dr030 == "ok":
+        assert "data not on a spinning disk" in r.summary
+    r = one(facts, "DR035")
+    if dr035_word is None:
+        assert r.not_applicable  # a virtual disk: what stores it is unknown
+    else:
+        assert r.status == "warning" and dr035_word in r.summary
+
+
+def test_a_vms_emulated_port_is_not_the_slot(facts_of) -> None:
+    facts = facts_of("pcie-gen3-x4")
+    assert one(facts, "DR011").status == "problem"
+    facts["platform"]["virtual_machine"] = True
+    r = one(facts, "DR011")
+    assert r.status == "ok" and "emulated port" in r.summary
+
+
 def test_cloud_network_volume(facts_of) -> None:
     facts = facts_of("rtx4090-workstation")
     facts["storage"]["disks"][0].update(transport="network-block",
@@ -504,3 +655,19 @@ def test_cloud_network_volume(facts_of) -> None:
     r = one(facts, "DR031")
     assert r.status == "warning" and "Amazon Elastic Block Store" in r.summary
     assert r.remedy is not None and "--io" in r.remedy.text
+
+
+def test_disk_wording_names_the_medium_once(facts_of) -> None:
+    r = one(facts_of("cloud-vm-ebs"), "DR030")
+    assert r.status == "ok"
+    assert "nvme1n1 (AWS EBS volume, model Amazon Elastic Block Store, 2048.0 GiB)" in r.summary
+    r = one(facts_of("rtx4090-workstation"), "DR030")
+    assert "nvme0n1 (nvme SSD Samsung SSD 990 PRO 2TB, 1863.0 GiB)" in r.summary
+
+
+def test_cudnn_hint_under_torch_on_a_sysroot_without_the_recorded_import(facts_of) -> None:
+    facts = facts_of("rtx4090-workstation")
+    facts["torch"]["runtime_missing"] = "no pitstop-recorded/torch_runtime.json in this sysroot"
+    r = one(facts, "DR006")
+    assert r.status == "ok" and "not tested on the GPU: no pitstop-recorded" in r.summary
+    assert "run with --torch" not in r.summary

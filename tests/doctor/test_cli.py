@@ -107,7 +107,6 @@ def test_from_bad_file_is_a_one_line_usage_error(run_pitstop: Any, tmp_path: Pat
     ["--from", "x.json", "--io"],
     ["--sysroot", "/nonexistent-dir"],
     ["--data", "/nonexistent/data"],
-    ["--sysroot", ".", "--torch"],
     ["-o", "out.json"],
 ])
 def test_usage_errors(run_pitstop: Any, tmp_path: Path, args: list[str]) -> None:

@@ -9,22 +9,46 @@ from typing import Any
 
 import jsonschema
 import pytest
-from doctor_helpers import DATA, MACHINES, load_generator
+from doctor_helpers import DATA, HEALTHY, MACHINES, load_generator
 
 from pitstop.doctor.schema import REPORT_SCHEMA
 
 # What each machine must show: code -> status (for per-GPU checks, GPU 0's status).
 EXPECTED: dict[str, dict[str, str]] = {
-    "rtx4090-workstation": {"DR001": "ok", "DR004": "ok", "DR005": "ok", "DR010": "ok",
-                            "DR030": "ok", "DR040": "ok", "DR050": "ok"},
-    "nouveau": {"DR001": "problem", "DR002": "problem"},
+    "rtx4090-workstation": {"DR001": "ok", "DR004": "ok", "DR005": "ok", "DR008": "ok",
+                            "DR009": "ok", "DR010": "ok", "DR019": "ok", "DR030": "ok",
+                            "DR040": "ok", "DR050": "ok"},
+    "nouveau": {"DR001": "problem", "DR002": "problem", "DR008": "ok"},
     "cpu-wheel": {"DR004": "problem", "DR001": "ok"},
-    "driver535-cu128": {"DR005": "warning", "DR004": "ok"},
+    "driver535-cu128": {"DR005": "warning", "DR004": "ok", "DR008": "ok", "DR009": "ok"},
     "powersave": {"DR040": "warning", "DR041": "warning", "DR042": "warning"},
     "lvm-hdd": {"DR030": "problem", "DR035": "warning"},
-    "docker-shm64": {"DR050": "problem", "DR060": "ok", "DR043": "warning"},
+    "docker-shm64": {"DR050": "problem", "DR060": "ok", "DR043": "warning", "DR044": "problem",
+                     "DR007": "ok", "DR008": "ok", "DR022": "ok"},
     "pcie-gen3-x4": {"DR011": "problem", "DR010": "ok"},
     "thermal-slowdown": {"DR013": "problem", "DR016": "problem", "DR018": "warning"},
+    "kernel-upgrade-dkms": {"DR001": "problem", "DR009": "problem", "DR007": "problem",
+                            "DR002": "ok"},
+    "secure-boot-mok": {"DR001": "problem", "DR009": "problem"},
+    "k8s-pod-1of4": {"DR022": "ok", "DR061": "ok", "DR043": "ok", "DR044": "ok", "DR050": "ok",
+                     "DR007": "ok", "DR008": "ok", "DR009": "ok", "DR055": "unknown"},
+    "cloud-vm-ebs": {"DR031": "warning", "DR035": "warning", "DR030": "ok", "DR011": "ok",
+                     "DR040": "unknown", "DR008": "ok"},
+    "slurm-node-2of8": {"DR022": "ok", "DR021": "ok", "DR043": "ok", "DR044": "ok",
+                        "DR055": "ok", "DR074": "ok", "DR008": "ok"},
+}
+# The planted faults of each sick machine: exactly these are reported (code: status), so a
+# fix that silences one, or a check that starts to fire on a healthy part, fails here.
+PLANTED: dict[str, dict[str, str]] = {
+    "nouveau": {"DR001": "problem", "DR002": "problem"},
+    "cpu-wheel": {"DR004": "problem"},
+    "driver535-cu128": {"DR005": "warning"},
+    "lvm-hdd": {"DR030": "problem", "DR035": "warning"},
+    "docker-shm64": {"DR043": "warning", "DR044": "problem", "DR050": "problem"},
+    "kernel-upgrade-dkms": {"DR001": "problem", "DR007": "problem", "DR009": "problem"},
+    "secure-boot-mok": {"DR001": "problem", "DR009": "problem"},
+    "cloud-vm-ebs": {"DR031": "warning", "DR035": "warning"},
+    **{name: {} for name in HEALTHY},
 }
 
 
@@ -57,6 +81,15 @@ def test_machine(pitstop_cli: Any, machine: str) -> None:
 def test_healthy_machine_exits_0_and_sick_ones_1(pitstop_cli: Any) -> None:
     assert doctor_json(pitstop_cli, "rtx4090-workstation")[0] == 0
     assert doctor_json(pitstop_cli, "nouveau")[0] == 1
+
+
+@pytest.mark.parametrize("machine", sorted(PLANTED))
+def test_only_the_planted_faults_are_reported(facts_of, machine: str) -> None:
+    from pitstop.doctor.checks import run_checks
+
+    reported = {r.code: r.status for r in run_checks(facts_of(machine))
+                if r.status in ("warning", "problem")}
+    assert reported == PLANTED[machine]
 
 
 def test_environment_comes_from_the_sysroot_process(pitstop_cli: Any) -> None:
@@ -126,3 +159,14 @@ def test_ignore_skips_checks(pitstop_cli: Any) -> None:
     assert not {"DR040", "DR041", "DR042", "DR052"} & {c["code"] for c in doc["checks"]}
     r = pitstop_cli("doctor", "--ignore", "DR999")
     assert r.returncode == 2 and "DR999" in r.stderr
+
+
+def test_torch_flag_reads_the_recorded_runtime(pitstop_cli: Any) -> None:
+    _, doc = doctor_json(pitstop_cli, "docker-shm64", "--torch")
+    assert doc["facts"]["torch"]["runtime_recorded"] is True
+    statuses = {c["code"]: c["status"] for c in doc["checks"]}
+    assert statuses["DR007"] == "ok" and statuses["DR044"] == "problem"
+    _, doc = doctor_json(pitstop_cli, "cloud-vm-ebs", "--torch")
+    dr007 = next(c for c in doc["checks"] if c["code"] == "DR007")
+    assert dr007["status"] == "unknown" and "no pitstop-recorded/torch_runtime.json" in \
+        dr007["summary"]

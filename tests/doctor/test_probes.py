@@ -14,7 +14,7 @@ from pitstop.doctor.facts import collect
 from pitstop.doctor.probes import ProbeContext, cpu, environment, gpu, iotest, memory, storage
 from pitstop.doctor.probes.platform import parse_os_release
 from pitstop.doctor.probes.python import _pins, parse_torch_version_py, torch_runtime
-from pitstop.hostinfo.blockdev import transport
+from pitstop.hostinfo.blockdev import disk_medium, transport
 from pitstop.hostinfo.kernel_text import menu_choice, parse_meminfo, parse_size
 from pitstop.hostinfo.mounts import mount_for, parse_mountinfo
 from pitstop.sysroot import Sysroot
@@ -78,6 +78,12 @@ def test_mountinfo_escapes_and_longest_prefix() -> None:
      "sata"),
     ("/sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda", "vda", "virtio"),
     ("/sys/devices/virtual/block/zram0", "zram0", "ram"),
+    ("/sys/devices/platform/host3/session1/target3:0:0/3:0:0:0/block/sdb", "sdb", "iscsi"),
+    ("/sys/devices/platform/host10/target10:0:0/10:0:0:0/block/sdc", "sdc", "scsi"),
+    ("/sys/devices/pci0000:00/0000:00:03.0/0000:05:00.0/host7/rport-7:0-0/target7:0:0/"
+     "7:0:0:1/block/sdd", "sdd", "fc"),
+    ("/sys/devices/virtual/block/rbd0", "rbd0", "rbd"),
+    ("/sys/devices/virtual/nvme-fabrics/ctl/nvme1/nvme1n1", "nvme1n1", "nvme-of"),
 ])
 def test_transport(path: str, name: str, kind: str) -> None:
     assert transport(path, name) == kind
@@ -227,7 +233,53 @@ def test_ebs_volume_is_a_network_block_device(tmp_path: Path) -> None:
     gen.nvme_disk(t, model="Amazon Elastic Block Store")
     gen.mountinfo(t, ["259:1 / / rw - xfs /dev/nvme0n1p1 rw"])
     facts = storage.probe(ctx_for(tmp_path, "/data"))
-    assert facts["disks"][0]["transport"] == "network-block"
+    assert facts["disks"][0]["transport"] == "nvme"
+    m = disk_medium(facts["disks"][0])
+    assert (m.kind, m.label) == ("network-volume", "AWS EBS volume")
+
+
+# How each kind of disk shows itself in sysfs (path below /sys/devices, vendor, model,
+# queue/rotational), and what it is. Sources: the kernel's sysfs layout (iscsiadm(8) for
+# the iSCSI session path, drivers/block/rbd.c for rbdN), AWS / GCP / Azure documentation
+# of the NVMe and SCSI model strings their volumes report.
+@pytest.mark.parametrize(("path", "name", "vendor", "model", "rot", "kind", "label"), [
+    ("/sys/devices/pci0000:00/0000:00:17.0/ata3/host2/target2:0:0/2:0:0:0/block/sda", "sda",
+     "ATA", "ST8000DM004-2U91", 1, "hdd", "spinning disk"),
+    ("/sys/devices/pci0000:00/0000:00:1f.0/nvme/nvme1/nvme1n1", "nvme1n1", None,
+     "Amazon Elastic Block Store", 0, "network-volume", "AWS EBS volume"),
+    ("/sys/devices/pci0000:00/0000:00:1f.0/nvme/nvme2/nvme2n1", "nvme2n1", None,
+     "Amazon EC2 NVMe Instance Storage", 0, "ssd", "instance-local NVMe SSD"),
+    ("/sys/devices/pci0000:00/0000:00:03.0/virtio0/host0/target0:0:1/0:0:1:0/block/sda", "sda",
+     "Google", "PersistentDisk", 1, "network-volume", "GCP Persistent Disk"),
+    ("/sys/devices/pci0000:00/0000:00:04.0/nvme/nvme0/nvme0n1", "nvme0n1", None, "nvme_card-pd",
+     0, "network-volume", "GCP Persistent Disk"),
+    ("/sys/devices/pci0000:00/0000:00:05.0/nvme/nvme1/nvme1n1", "nvme1n1", None, "nvme_card0",
+     0, "ssd", "instance-local NVMe SSD"),
+    ("/sys/devices/virtual/block/rbd0", "rbd0", None, None, 0, "network-volume",
+     "Ceph RBD volume"),
+    ("/sys/devices/virtual/block/nbd0", "nbd0", None, None, 0, "network-volume",
+     "network block device (NBD)"),
+    ("/sys/devices/platform/host3/session1/target3:0:0/3:0:0:0/block/sdb", "sdb", "LIO-ORG",
+     "datastore", 1, "network-volume", "iSCSI LUN"),
+    ("/sys/devices/pci0000:00/0000:00:02.0/virtio1/block/vda", "vda", None, None, 1, "virtual",
+     "virtual disk"),
+    ("/sys/devices/LNXSYSTM:00/LNXSYBUS:00/ACPI0004:00/VMBUS:00/f8b3781b-1e82-4818-a1c3-"
+     "63d806ec15bb/host0/target0:0:0/0:0:0:0/block/sda", "sda", "Msft", "Virtual Disk", 1,
+     "virtual", "virtual disk"),
+    ("/sys/devices/pci0000:00/0000:00:10.0/host2/target2:0:0/2:0:0:0/block/sda", "sda",
+     "VMware", "Virtual disk", 1, "virtual", "virtual disk"),
+    ("/sys/devices/vbd-51712/block/xvda", "xvda", None, None, 1, "virtual", "virtual disk"),
+    ("/sys/devices/pci0000:00/0000:00:02.4/0000:02:00.0/nvme/nvme0/nvme0n1", "nvme0n1", None,
+     "Samsung SSD 990 PRO 2TB", 0, "ssd", "SSD"),
+    ("/sys/devices/virtual/nvme-fabrics/ctl/nvme1/nvme1n1", "nvme1n1", None, "Linux", 0,
+     "network-volume", "NVMe over Fabrics volume"),
+])
+def test_disk_medium(path: str, name: str, vendor: str | None, model: str | None, rot: int,
+                     kind: str, label: str) -> None:
+    disk = {"name": name, "transport": transport(path, name), "vendor": vendor, "model": model,
+            "rotational": rot}
+    m = disk_medium(disk)
+    assert (m.kind, m.label) == (kind, label), m
 
 
 def test_container_detection_is_shared_and_lists_every_signal(tmp_path: Path) -> None:
@@ -253,3 +305,64 @@ def test_container_detection_is_shared_and_lists_every_signal(tmp_path: Path) ->
     assert nspawn.runtime == "systemd-nspawn"
     podman = detect_container(tree("podman", {}), {"container": "podman"})
     assert podman.runtime == "podman" and podman.in_container
+
+
+def test_recorded_torch_runtime_stands_in_for_the_import(tmp_path: Path) -> None:
+    from pitstop.doctor.probes import python as pyprobe
+
+    t = gen.Tree(tmp_path)
+    gen.python_env(t, py="3.11.2", glibc="2.36", wheel=gen.TORCH_251)
+    ctx = ProbeContext(sysroot=Sysroot.of(tmp_path), data_path="/", environ={},
+                       import_torch=True)
+    out = pyprobe.probe_torch(ctx)
+    # --torch under a sysroot never imports this machine's torch
+    assert "runtime" not in out and "torch_runtime.json" in out["runtime_missing"]
+    t.json("/pitstop-recorded/torch_runtime.json", {"num_threads": 3, "cuda_available": False})
+    ctx = ProbeContext(sysroot=Sysroot.of(tmp_path), data_path="/", environ={})
+    out = pyprobe.probe_torch(ctx)
+    assert out["runtime"] == {"num_threads": 3, "cuda_available": False}
+    assert out["runtime_recorded"] is True
+
+
+def test_the_architecture_for_markers(tmp_path: Path) -> None:
+    from pitstop.doctor.probes import python as pyprobe
+
+    t = gen.Tree(tmp_path)
+    gen.python_env(t, py="3.12.3", glibc="2.39", wheel=gen.TORCH_280)
+    ctx = ctx_for(tmp_path)
+    out = pyprobe.probe_torch(ctx)
+    env = out["marker_environment"]
+    assert env["platform_machine"] == "x86_64"
+    assert env["machine_source"] == "the WHEEL tag of torch-2.8.0.dist-info"
+    assert env["python_version"] == "3.12" and len(out["pins"]) == 14
+    assert len(out["requires_dist"]) == len(gen.TORCH_280.requires)
+    gen.python_env(t, py="3.12.3", glibc="2.39", wheel=gen.TORCH_280, machine="aarch64")
+    out = pyprobe.probe_torch(ctx_for(tmp_path))
+    assert out["marker_environment"]["platform_machine"] == "aarch64" and out["pins"] == {}
+
+
+def test_nvme_over_tcp_behind_a_multipath_head_is_a_network_volume(tmp_path: Path) -> None:
+    # With native NVMe multipath (the Debian and Ubuntu kernels' default) a fabrics
+    # namespace is a head below nvme-subsystem, not below nvme-fabrics: its controllers'
+    # transport file says how it is reached (drivers/nvme/host/core.c, "transport").
+    t = gen.Tree(tmp_path)
+    head = "/sys/devices/virtual/nvme-subsystem/nvme-subsys1/nvme1n1"
+    subsys = "/sys/devices/virtual/nvme-subsystem/nvme-subsys1"
+    ctrl = "/sys/devices/virtual/nvme-fabrics/ctl/nvme1"
+    t.file(f"{head}/queue/rotational", "0")
+    t.file(f"{head}/queue/read_ahead_kb", "128")
+    t.file(f"{head}/size", str(2 << 31))
+    t.link(f"{head}/device", subsys)
+    t.file(f"{subsys}/model", "Linux")
+    t.link(f"{subsys}/nvme1", ctrl)
+    t.file(f"{ctrl}/transport", "tcp")
+    t.link("/sys/dev/block/259:8", head)
+    gen.mountinfo(t, ["259:8 / /data rw - xfs /dev/nvme1n1 rw"])
+    disk = storage.probe(ctx_for(tmp_path, "/data"))["disks"][0]
+    assert disk["transport"] == "nvme-of" and disk["nvme_transport"] == "tcp"
+    m = disk_medium(disk)
+    assert (m.kind, m.label) == ("network-volume", "NVMe over Fabrics volume (tcp)")
+    # A local PCIe drive keeps its kind, and says so.
+    t.file(f"{ctrl}/transport", "pcie")
+    disk = storage.probe(ctx_for(tmp_path, "/data"))["disks"][0]
+    assert disk["transport"] == "nvme" and disk_medium(disk).kind == "ssd"

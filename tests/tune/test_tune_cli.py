@@ -216,3 +216,19 @@ def test_help_does_not_import_torch() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "tune" in proc.stdout and "--dataset MODULE:FACTORY" in proc.stdout
     assert proc.stdout.strip().endswith("False")
+
+
+@pytest.mark.parametrize(("blocked", "needle"), [
+    ("torch,numpy,PIL", "pitstop tune needs torch >= 2.4, which is not installed"),
+    ("numpy,PIL", "pitstop tune needs Pillow, numpy, not installed in this Python; install "
+                  "them with: pip install 'pitstop[tune]'"),
+])
+def test_missing_libraries_are_named_with_what_to_install(tmp_path: Path, blocked: str,
+                                                          needle: str) -> None:
+    from test_packaging import BLOCKER
+
+    proc = subprocess.run([sys.executable, "-c", BLOCKER, blocked, "tune", "model", "--model",
+                           target("mlp_model")], cwd=tmp_path, env=pitstop_env(ONE_THREAD),
+                          capture_output=True, text=True, timeout=120)
+    assert_usage_error(proc, needle)
+    assert list(tmp_path.iterdir()) == []

@@ -13,15 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pitstop.errors import EXIT_OK, UsageError
+from pitstop.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
+from pitstop.options import FiniteFloatRange
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
     from pitstop.bench.ladder import RungResult
-
-EXIT_INTERRUPTED = 130
 
 # (warm-up steps, timed steps per repeat, repeats)
 QUICK_PLAN = (2, 6, 3)
@@ -115,22 +114,24 @@ def _resolve_device(name: str) -> Any:
 @click.option("--rungs", metavar="LIST",
               help="Rungs to measure: numbers, ranges or names, e.g. 0-2,no-sync. "
                    "Rung 0 (naive) is always measured.")
-@click.option("--steps", type=click.IntRange(min=1), help="Timed steps per repeat.")
-@click.option("--repeats", type=click.IntRange(min=1), help="Timed repeats per rung (median taken).")
-@click.option("--warmup", type=click.IntRange(min=0), help="Untimed warm-up steps per rung.")
-@click.option("--batch-size", type=click.IntRange(min=1), help="Samples per step (per rank).")
+@click.option("--steps", type=click.IntRange(1, 1_000_000), help="Timed steps per repeat.")
+@click.option("--repeats", type=click.IntRange(1, 1000),
+              help="Timed repeats per rung (median taken).")
+@click.option("--warmup", type=click.IntRange(0, 1_000_000), help="Untimed warm-up steps per rung.")
+@click.option("--batch-size", type=click.IntRange(1, 65536), help="Samples per step (per rank).")
 @click.option("--data", "data_dir", type=click.Path(path_type=Path),
               help="A folder for the synthetic image cache, or your own ImageFolder "
                    "(DIR/<class>/<image>.jpg). Default: ~/.cache/pitstop/bench.")
-@click.option("--images", type=click.IntRange(min=8),
+@click.option("--images", type=click.IntRange(8, 10_000_000),
               help="Size of the synthetic image set [default: 1024 on CPU, 4096 on CUDA].")
 @click.option("--model", "model_size", type=click.Choice(["auto", "tiny", "small", "large"]),
               default="auto", show_default=True,
               help="Network size: auto = large on CUDA, small on CPU; tiny for smoke tests.")
-@click.option("--image-size", type=click.IntRange(min=8), help="Crop size in pixels.")
-@click.option("--compile-timeout", type=click.FloatRange(min=0), default=180.0, show_default=True,
+@click.option("--image-size", type=click.IntRange(8, 4096), help="Crop size in pixels.")
+@click.option("--compile-timeout", type=FiniteFloatRange(0, 86400), default=180.0,
+              show_default=True,
               help="Seconds torch.compile may take before rung 7 is skipped (0: no bound).")
-@click.option("--log-every", type=click.IntRange(min=1), default=50, show_default=True,
+@click.option("--log-every", type=click.IntRange(1, 1_000_000_000), default=50, show_default=True,
               help="From rung 4 on, read the loss on the host every N steps.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the results (machine, rungs, ideal) as JSON.")
@@ -157,22 +158,39 @@ def bench(device: str, quick: bool, rungs: str | None, steps: int | None, repeat
 
     Under `torchrun --nproc-per-node N` a DDP rung reports scaling efficiency.
     """
-    from rich.console import Console
-
     from pitstop.bench.rungs import parse_rungs
+    from pitstop.deps import require_modules, require_torch
+    from pitstop.fileio import check_output_dir, check_output_path
 
+    # Every option is checked before any work, and nothing is created from a typo.
     if rungs is not None:
         try:
             selected: set[int] | None = parse_rungs(rungs)
         except ValueError as err:
             raise UsageError(f"--rungs {rungs!r}: {err}") from None
+        if not selected:
+            raise UsageError(f"--rungs {rungs!r} names no rung; give numbers, ranges or names, "
+                             "e.g. --rungs 0-2,no-sync")
     else:
         selected = None
     if plot_path is not None and plot_path.suffix.lower() != ".png":
         raise UsageError(f"--plot {plot_path}: the chart is a PNG; give a file name ending in .png")
-    for opt, path in (("--json", json_path), ("--plot", plot_path)):
-        if path is not None:
-            _check_writable(opt, path)
+    if json_path is not None:
+        check_output_path(json_path, what="the JSON results", option="--json")
+    if plot_path is not None:
+        check_output_path(plot_path, what="the chart", option="--plot")
+    if data_dir is not None and data_dir.exists() and not data_dir.is_dir():
+        raise UsageError(f"--data {data_dir}: not a folder; pass an ImageFolder "
+                         f"(DIR/<class>/<image>.jpg) or an empty folder for the synthetic set")
+    if data_dir is not None and not data_dir.exists():
+        # A new cache folder may be made, but never its parents: `--data /typo/dir` fails.
+        check_output_dir(data_dir, what="the synthetic image cache", option="--data")
+    require_torch("pitstop bench")
+    require_modules("pitstop bench", {"PIL": "Pillow", "numpy": "numpy"}, "bench")
+    if plot_path is not None:
+        require_modules("pitstop bench --plot", {"matplotlib": "matplotlib"}, "bench")
+
+    from rich.console import Console
 
     from pitstop.bench import distributed
 
@@ -335,18 +353,6 @@ def _run(*, torch_device: Any, quick: bool, selected: set[int] | None, steps: in
             write_plot(plot_path, doc, title=title)
         err_console.print(f"pitstop bench: wrote {escape(str(plot_path))}", highlight=False)
     return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
-
-
-def _check_writable(opt: str, path: Path) -> None:
-    """Refuse before measuring an output path that cannot be written (nearest existing
-    folder not a folder, or not writable), rather than fail after minutes of work."""
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise UsageError(f"{opt} {path}: {folder} is not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{opt} {path}: {folder} is not writable; choose another path")
 
 
 @contextlib.contextmanager

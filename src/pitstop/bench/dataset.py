@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import json
 import os
 import shutil
 import sys
@@ -119,12 +118,14 @@ class CacheStatus:
 
 def check_cache(folder: Path, spec: SyntheticSpec) -> str | None:
     """``None`` when ``folder`` holds exactly the set ``spec`` describes, else why not."""
+    from pitstop.schema import BadJSON, parse_json, read_bounded
+
     manifest_path = folder / MANIFEST
-    try:
-        manifest = json.loads(manifest_path.read_text())
+    try:  # an entry is ~120 bytes: a bigger file is not the manifest of this set
+        manifest = parse_json(read_bounded(manifest_path, (1 << 16) + 512 * spec.num_images))
     except FileNotFoundError:
         return "no manifest.json (an unfinished or foreign folder)"
-    except (OSError, ValueError) as err:
+    except (OSError, BadJSON) as err:
         return f"manifest.json unreadable ({err})"
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         return "manifest.json is not a pitstop bench manifest"

@@ -32,6 +32,7 @@ from pitstop.bench.dataset import ImageDataset, RepeatedView
 from pitstop.bench.measure import Measurement, Plan, device_sync, measure
 from pitstop.bench.model import ModelSpec, build_model
 from pitstop.bench.rungs import RUNGS, Rung, parse_rungs
+from pitstop.signals import deferred
 
 __all__ = ["RUNGS", "Knobs", "LadderResult", "Rung", "RungResult", "Workload", "parse_rungs",
            "run_ladder"]
@@ -348,9 +349,17 @@ class Trainer:
         return self._iterator
 
     def close_loader(self) -> None:
-        """Shut the loader's worker processes down (the model and step stay usable)."""
-        self._iterator = None
-        self.loader = None
+        """Shut the loader's worker processes down (the model and step stay usable).
+
+        Dropping the last reference runs the DataLoader iterator's ``__del__``, which
+        joins the workers (long, on a loaded machine). A Ctrl-C landing inside a
+        ``__del__`` is swallowed by Python ("Exception ignored in ..."), and the ladder
+        would climb on as if nothing had been pressed; so signals wait until the
+        workers are joined and take effect right after.
+        """
+        with deferred(collect=True):
+            self._iterator = None
+            self.loader = None
 
     def close(self) -> None:
         self.close_loader()

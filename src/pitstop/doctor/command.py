@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from pitstop.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from pitstop.options import FiniteFloatRange
 
 
 def _check_args(collect: bool, from_file: str | None, sysroot: str | None, data: str | None,
@@ -22,12 +23,16 @@ def _check_args(collect: bool, from_file: str | None, sysroot: str | None, data:
         if bad:
             raise UsageError(f"--from diagnoses recorded facts; {', '.join(bad)} only apply when "
                              "collecting (run them with --collect on the machine itself)")
-    if sysroot and torch:
-        raise UsageError("--torch imports this machine's torch and cannot run against --sysroot")
+    # --torch with --sysroot reads the recorded import (pitstop-recorded/torch_runtime.json):
+    # importing this machine's torch would describe the wrong machine.
     if sysroot and not os.path.isdir(sysroot):
         raise UsageError(f"--sysroot {sysroot}: no such directory")
     if output and not (collect or as_json):
         raise UsageError("-o/--output writes JSON: use it with --collect or --json")
+    if output:
+        from pitstop.fileio import check_output_path
+
+        check_output_path(output, what="the JSON", option="-o")
 
 
 def _data_path(data: str | None, sysroot: str | None) -> str:
@@ -59,7 +64,8 @@ def _data_path(data: str | None, sysroot: str | None) -> str:
               help="Measure random reads under --data (4 KiB and 128 KiB, ~3 s; never writes "
                    "to your data).")
 @click.option("--torch", "import_torch", is_flag=True,
-              help="Import torch in a subprocess to test CUDA init, cuDNN and threads (+1-3 s).")
+              help="Import torch in a subprocess to test CUDA init, cuDNN and threads (+1-3 s); "
+                   "with --sysroot, read the recorded result instead.")
 @click.option("--python", "python", metavar="PATH",
               help="The Python that runs training, if not this one (its torch is inspected).")
 @click.option("--sysroot", metavar="DIR",
@@ -71,7 +77,7 @@ def _data_path(data: str | None, sysroot: str | None) -> str:
 @click.option("--all", "show_all", is_flag=True, help="Also list checks that do not apply.")
 @click.option("--ignore", metavar="CODES",
               help="Comma-separated DR codes not to run (e.g. DR052,DR018 on purpose).")
-@click.option("--io-seconds", type=click.FloatRange(0.4, 60.0), default=3.0, show_default=True,
+@click.option("--io-seconds", type=FiniteFloatRange(0.4, 60.0), default=3.0, show_default=True,
               hidden=True)
 def doctor(collect: bool, from_file: str | None, data: str | None, io: bool, import_torch: bool,
            python: str | None, sysroot: str | None, as_json: bool, output: str | None, show_all: bool,

@@ -94,8 +94,11 @@ def parse_version(text: str) -> tuple[int, ...]:
 
 
 def cuda_major_minor(version: str) -> str:
-    """``"12.8.1"`` -> ``"12.8"``."""
+    """``"12.8.1"`` -> ``"12.8"``; ``""`` for a version with no number (``"None"``, a
+    hand-edited facts file)."""
     parts = parse_version(version)
+    if not parts:
+        return ""
     return f"{parts[0]}.{parts[1] if len(parts) > 1 else 0}"
 
 
@@ -111,9 +114,8 @@ def variant_tag(cuda: str) -> str:
 
 
 def torch_release(version: str) -> str:
-    """``"2.7.1+cu128"`` -> ``"2.7"``."""
-    parts = parse_version(version)
-    return f"{parts[0]}.{parts[1] if len(parts) > 1 else 0}"
+    """``"2.7.1+cu128"`` -> ``"2.7"`` (major.minor, as :func:`cuda_major_minor`)."""
+    return cuda_major_minor(version)
 
 
 def driver_supports(driver: str, cuda: str) -> str:
@@ -124,7 +126,10 @@ def driver_supports(driver: str, cuda: str) -> str:
     ``"no"`` (CUDA initialisation fails), or ``"unknown"`` (a CUDA major not in the table).
     """
     d = parse_version(driver)
-    major = parse_version(cuda)[0]
+    numbers = parse_version(cuda)
+    if not numbers:  # no version at all: nothing in the table can speak for it
+        return "unknown"
+    major = numbers[0]
     full = toolkit_driver(cuda)
     if full is not None and d >= parse_version(full):
         return "full"

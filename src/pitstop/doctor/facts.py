@@ -15,12 +15,9 @@ with another version rather than misreading them.
 
 from __future__ import annotations
 
-import json
-import os
 import socket
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from pitstop import __version__
@@ -64,22 +61,25 @@ def collect(ctx: ProbeContext, only: list[str] | None = None) -> dict[str, Any]:
     return doc
 
 
+MAX_FACTS_BYTES = 16 << 20  # a real facts file is ~10 KiB; 1000 GPUs would fit
+
+
 def load_facts(path: str) -> dict[str, Any]:
-    """Read a facts document for ``--from``; :class:`UsageError` for anything unusable."""
-    p = Path(path)
+    """Read a facts document for ``--from`` (``-``: standard input), bounded in size and
+    depth and checked against :data:`pitstop.doctor.schema.FACTS_SCHEMA`;
+    :class:`UsageError` naming the file and the bad place for anything unusable."""
+    from pitstop.doctor.schema import FACTS_SCHEMA
+    from pitstop.schema import BadJSON, parse_json, read_bounded, validate
+
+    hint = "pass a file written by `pitstop doctor --collect`"
     try:
-        text = sys_stdin_or_file(p)
+        doc = parse_json(read_bounded(path, MAX_FACTS_BYTES))
     except OSError as err:
-        raise UsageError(f"--from {path}: cannot read it ({err.strerror or err}); "
-                         "pass a file written by `pitstop doctor --collect`") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise UsageError(f"--from {path}: not JSON (line {err.lineno}: {err.msg}); "
-                         "pass a file written by `pitstop doctor --collect`") from None
+        raise UsageError(f"--from {path}: cannot read it ({err.strerror or err}); {hint}") from None
+    except BadJSON as err:
+        raise UsageError(f"--from {path}: {err}; {hint}") from None
     if not isinstance(doc, dict) or "schema_version" not in doc:
-        raise UsageError(f"--from {path}: not a pitstop facts document (no schema_version); "
-                         "pass a file written by `pitstop doctor --collect`")
+        raise UsageError(f"--from {path}: not a pitstop facts document (no schema_version); {hint}")
     if doc["schema_version"] != SCHEMA_VERSION:
         raise UsageError(f"--from {path}: facts schema version {doc['schema_version']!r}, this "
                          f"pitstop reads version {SCHEMA_VERSION}; collect again with this "
@@ -88,15 +88,7 @@ def load_facts(path: str) -> dict[str, Any]:
     if bad:
         raise UsageError(f"--from {path}: facts document lacks the section(s) {', '.join(bad)}; "
                          "collect again with `pitstop doctor --collect`")
+    problem = validate(doc, FACTS_SCHEMA)
+    if problem:
+        raise UsageError(f"--from {path}: {problem}; {hint}")
     return doc
-
-
-def sys_stdin_or_file(p: Path) -> str:
-    """``-`` reads standard input, anything else the file."""
-    if str(p) == "-":
-        import sys
-
-        return sys.stdin.read()
-    if p.is_dir():
-        raise IsADirectoryError(21, os.strerror(21))
-    return p.read_text(encoding="utf-8")

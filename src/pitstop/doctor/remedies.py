@@ -14,10 +14,15 @@ from pitstop.doctor.data import (
     best_variant_for_driver,
     distro_key,
     parse_version,
+    torch_release,
     variant_tag,
 )
 
 CODENAMES = {"12": "bookworm", "13": "trixie"}
+# nouveau out of the way for good: it is also in the initramfs, which must be rebuilt.
+BLACKLIST_NOUVEAU = ("printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee "
+                     "/etc/modprobe.d/blacklist-nouveau.conf\n"
+                     "sudo update-initramfs -u && sudo reboot   # nouveau is in the initramfs")
 
 
 def distro(facts: Any) -> str:
@@ -46,9 +51,7 @@ def debian_driver_install(facts: Any) -> str:
         "sudo apt update",
         "sudo apt install nvidia-driver firmware-misc-nonfree linux-headers-$(uname -r)",
         "#   (open kernel modules, Turing and newer: nvidia-open-kernel-dkms instead)",
-        "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' "
-        "| sudo tee /etc/modprobe.d/blacklist-nouveau.conf",
-        "sudo update-initramfs -u && sudo reboot",
+        BLACKLIST_NOUVEAU,
         "# Debian packages drivers up to 535 (bookworm) / 550 (trixie); a newer GPU or a",
         "# CUDA 12.8+/13 wheel needs NVIDIA's CUDA apt repository: `pitstop explain DR001`.",
     ])
@@ -99,6 +102,8 @@ def needs_cuda_repo(facts: Any, min_driver: str) -> bool:
 def torch_cuda_install(torch_version: str | None, driver: str | None) -> tuple[str, str]:
     """``(pip command, why)`` installing the CUDA build of this torch release for ``driver``."""
     base = (torch_version or "").split("+", 1)[0]
+    if not torch_release(base):  # not a version ("None" in a hand-made facts file)
+        base = ""
     pin = f"torch=={base}" if base else "torch"
     if not driver:
         return (f"pip install --force-reinstall {pin} --index-url "

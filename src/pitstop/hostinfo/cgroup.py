@@ -20,11 +20,12 @@ from pitstop.sysroot import Sysroot
 V1_UNLIMITED = 1 << 62
 
 
-def membership(sr: Sysroot) -> tuple[dict[str, str], str | None]:
-    """``({v1 controller: path}, v2 path)`` from ``/proc/self/cgroup``."""
+def parse_proc_cgroup(text: str) -> tuple[dict[str, str], str | None]:
+    """``({v1 controller: path}, v2 path)`` from the text of a ``/proc/PID/cgroup``
+    (``hierarchy:controllers:path`` lines; v2's has no controllers)."""
     v1: dict[str, str] = {}
     v2 = None
-    for line in (sr.read_text("/proc/self/cgroup") or "").splitlines():
+    for line in text.splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
             continue
@@ -35,6 +36,11 @@ def membership(sr: Sysroot) -> tuple[dict[str, str], str | None]:
             if c:
                 v1[c] = path
     return v1, v2
+
+
+def membership(sr: Sysroot, proc: str = "self") -> tuple[dict[str, str], str | None]:
+    """``({v1 controller: path}, v2 path)`` from ``/proc/self/cgroup`` (``proc``: a pid)."""
+    return parse_proc_cgroup(sr.read_text(f"/proc/{proc}/cgroup") or "")
 
 
 def _ancestors(path: str) -> list[str]:
@@ -75,9 +81,9 @@ def parse_cgroup2_cpu_max(text: str | None) -> float | None:
     return parsed[0] / parsed[1]
 
 
-def _cpu_quota_and_file(sr: Sysroot) -> tuple[dict[str, Any], str | None]:
+def _cpu_quota_and_file(sr: Sysroot, proc: str = "self") -> tuple[dict[str, Any], str | None]:
     """:func:`cpu_quota`'s answer, and the file that set the limit (None: no limit)."""
-    v1, v2 = membership(sr)
+    v1, v2 = membership(sr, proc)
     if "cpu" in v1:
         for base in _v1_dirs(("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"), v1["cpu"]):
             quota = sr.read_int(f"{base}/cpu.cfs_quota_us", 10)
@@ -112,9 +118,10 @@ def cpu_quota(sr: Sysroot) -> dict[str, Any]:
     return _cpu_quota_and_file(sr)[0]
 
 
-def cpu_limit(sr: Sysroot) -> tuple[float | None, str]:
-    """The exact CPU quota in CPUs (None: unlimited or unknown) and the file that set it."""
-    entry, where = _cpu_quota_and_file(sr)
+def cpu_limit(sr: Sysroot, proc: str = "self") -> tuple[float | None, str]:
+    """The exact CPU quota in CPUs (None: unlimited or unknown) and the file that set it,
+    for this process or process ``proc`` (a pid)."""
+    entry, where = _cpu_quota_and_file(sr, proc)
     if where is None:
         return None, "no cgroup CPU quota"
     return entry["quota_us"] / entry["period_us"], where
@@ -147,3 +154,21 @@ def memory_limit(sr: Sysroot) -> dict[str, Any]:
         if found:
             return {"version": 2, "limit_bytes": limit_b, "usage_bytes": usage}
     return {"version": None, "limit_bytes": None, "usage_bytes": None}
+
+
+def device_rules(sr: Sysroot) -> dict[str, Any]:
+    """The device-access rules of this process's cgroup.
+
+    cgroup v1 lists them in ``devices.list`` (``"c 195:0 rw"``, ``"a *:* rwm"`` for
+    "everything"); that is how Docker, Kubernetes and Slurm (``ConstrainDevices``) give a
+    job some GPUs and not others. cgroup v2 enforces them with an eBPF program that
+    cannot be read back, so there ``rules`` is ``None``.
+    """
+    v1, v2 = membership(sr)
+    if "devices" in v1:
+        for base in _v1_dirs(("/sys/fs/cgroup/devices",), v1["devices"]):
+            text = sr.read_text(f"{base}/devices.list")
+            if text is not None:
+                return {"version": 1, "path": v1["devices"], "file": f"{base}/devices.list",
+                        "rules": [line.strip() for line in text.splitlines() if line.strip()]}
+    return {"version": 2 if v2 is not None else None, "rules": None}

@@ -46,9 +46,8 @@ def read_environ(sr: Sysroot) -> dict[str, str]:
     """
     if sr.is_live:
         return dict(os.environ)
-    try:
-        raw = sr.path("/proc/self/environ").read_bytes()
-    except OSError:
+    raw = sr.read_bytes("/proc/self/environ")
+    if raw is None:
         return {}
     env: dict[str, str] = {}
     for item in raw.split(b"\0"):

@@ -1,9 +1,12 @@
-"""CPUs in sysfs: which are online, and per-CPU attribute values."""
+"""CPUs: which are online and their sysfs attributes, and how many a process may use."""
 
 from __future__ import annotations
 
+import math
+import os
 import re
 
+from pitstop.hostinfo import cgroup
 from pitstop.sysroot import Sysroot
 
 __all__ = [
@@ -13,6 +16,7 @@ __all__ = [
     "cpu_values",
     "online_cpus",
     "parse_cpu_list",
+    "usable_cpus",
 ]
 
 CPU_DIR = "/sys/devices/system/cpu"
@@ -54,3 +58,32 @@ def cpu_values(sr: Sysroot, cpus: list[int], rel: str) -> dict[int, str]:
         if value:
             out[cpu] = value
     return out
+
+
+def usable_cpus(sysroot: Sysroot | None = None, pid: int | None = None) -> tuple[int, str]:
+    """How many CPUs a process may run on (this one, or ``pid``), and how that was found
+    out: its affinity mask, capped by its cgroup's CPU quota (a container's, a Slurm
+    job's), which ``os.cpu_count()`` does not show."""
+    sysroot = sysroot or Sysroot()
+    proc = "self" if pid is None else str(pid)
+    affinity: int | None = None
+    if sysroot.is_live:
+        try:
+            affinity = len(os.sched_getaffinity(pid or 0))
+        except (AttributeError, OSError):
+            affinity = None
+    if affinity is None:
+        text = sysroot.read_text(f"/proc/{proc}/status") or ""
+        for line in text.splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                try:
+                    affinity = len(parse_cpu_list(line.split(":", 1)[1])) or None
+                except ValueError:
+                    affinity = None
+    if affinity is None:
+        affinity = os.cpu_count() or 1
+    quota, where = cgroup.cpu_limit(sysroot, proc)
+    if quota is not None and math.ceil(quota) < affinity:
+        return max(1, math.ceil(quota)), f"cgroup quota {quota:g} CPUs ({where})"
+    whose = "this process's" if pid is None else f"PID {pid}'s"
+    return affinity, f"{affinity} CPUs in {whose} affinity mask"

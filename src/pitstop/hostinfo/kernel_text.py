@@ -6,7 +6,7 @@ import re
 
 from pitstop.sysroot import Sysroot
 
-__all__ = ["mem_total_bytes", "menu_choice", "parse_meminfo", "parse_size"]
+__all__ = ["kernel_release", "mem_total_bytes", "menu_choice", "parse_meminfo", "parse_size"]
 
 
 def parse_meminfo(text: str) -> dict[str, int]:
@@ -44,3 +44,13 @@ def parse_size(text: str) -> int | None:
         return None
     mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2).lower()]
     return int(m.group(1)) * mult
+
+
+def kernel_release(sr: Sysroot) -> str | None:
+    """The running kernel's release (``uname -r``): ``/proc/sys/kernel/osrelease``, else
+    the second word after "Linux version" in ``/proc/version``."""
+    release = sr.read_text("/proc/sys/kernel/osrelease")
+    if release:
+        return release
+    m = re.match(r"Linux version (\S+)", sr.read_text("/proc/version") or "")
+    return m.group(1) if m else None

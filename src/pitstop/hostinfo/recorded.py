@@ -8,9 +8,9 @@ tree, ``DIR/pitstop-recorded/<name>.json``, so one fake machine serves both.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from pitstop.schema import BadJSON, parse_json
 from pitstop.sysroot import Sysroot
 
 __all__ = ["RECORDED_DIR", "read_recording"]
@@ -21,13 +21,13 @@ RECORDED_DIR = "/pitstop-recorded"
 def read_recording(sr: Sysroot, name: str) -> Any:
     """``DIR/pitstop-recorded/<name>.json`` of a fake tree, or ``None`` if absent.
 
-    Raises ``ValueError`` for a recording that is not valid JSON, so that a broken
+    Raises ``ValueError`` for a recording that is not valid JSON (or nested absurdly deep), so that a broken
     fixture is reported rather than read as "nothing recorded".
     """
     text = sr.read_text(f"{RECORDED_DIR}/{name}.json")
     if text is None:
         return None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
+        return parse_json(text)
+    except BadJSON as err:
         raise ValueError(f"recorded {name}.json is not valid JSON: {err}") from None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from pitstop.errors import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError
+from pitstop.errors import EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
 from pitstop.lint.analyze import Selection
 from pitstop.lint.formats import FORMATS
 
@@ -18,16 +18,6 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     for v in values:
         out.extend(x.strip() for x in v.split(",") if x.strip())
     return tuple(out)
-
-
-def _check_codes(entries: tuple[str, ...], option: str) -> None:
-    from pitstop.findings import all_docs
-
-    docs = [d for d in all_docs() if d.code.startswith("LT")]
-    for e in entries:
-        if not any(d.code.startswith(e.upper()) or e in (d.name, d.category) for d in docs):
-            raise UsageError(f"{option} {e!r} matches no lint code, name or category; "
-                             "`pitstop explain --list` shows them")
 
 
 @click.command()
@@ -57,13 +47,14 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
 
     \b
     Exit status: 0 no findings, 1 findings or files that cannot be checked
-    (syntax errors, unreadable), 2 usage errors, missing paths, internal errors.
+    (syntax errors, unreadable), 2 usage errors, missing paths, files --fix may not
+    write, 70 internal errors (a bug in pitstop).
     Examples:
       pitstop lint train.py
       pitstop lint src/ --format github
       pitstop lint . --fix --diff
     """
-    from pitstop.lint.config import find_pyproject, load_config
+    from pitstop.lint.config import check_codes, find_pyproject, load_config
     from pitstop.lint.discover import discover
     from pitstop.lint.engine import default_options, lint_paths_files
     from pitstop.lint.formats import (
@@ -80,10 +71,13 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
     if config_path is not None and not config_path.is_file():
         raise UsageError(f"--config {config_path}: no such file")
     config = load_config(config_path if config_path else find_pyproject(targets[0]))
+    if select and not _split(select):  # `--select ''` would check every code
+        raise UsageError(f"--select {','.join(select)!r} names no code; name the codes to "
+                         "check (`pitstop explain --list` shows them)")
     sel_select = _split(select) or config.select
     sel_ignore = _split(ignore) + config.ignore
-    _check_codes(_split(select), "--select")
-    _check_codes(_split(ignore), "--ignore")
+    check_codes(_split(select), "--select")
+    check_codes(_split(ignore), "--ignore")
     options = default_options(Selection(select=sel_select, ignore=sel_ignore))
 
     files, diags = discover(targets, config, respect_gitignore=not no_gitignore)
@@ -156,9 +150,11 @@ def lint(paths: tuple[Path, ...], fix: bool, unsafe_fixes: bool, diff: bool,
                                     unchecked=unchecked), nl=False)
 
     # As in ruff: a file that cannot be checked (syntax error, undecodable, unreadable)
-    # is a diagnostic about the code, exit 1; a named path that cannot be used or a bug
-    # in pitstop is exit 2.
-    if any(d.kind in ("input", "internal") for d in diagnostics):
+    # is a diagnostic about the code, exit 1; a named path that cannot be used is exit 2, a bug
+    # in pitstop is exit 70.
+    if any(d.kind == "internal" for d in diagnostics):
+        return EXIT_INTERNAL
+    if any(d.kind == "input" for d in diagnostics):
         return EXIT_USAGE
     file_errors = any(d.kind == "error" for d in diagnostics)
     if diff:

@@ -91,11 +91,17 @@ def load_config(pyproject: Path | None) -> LintConfig:
         doc = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise UsageError(f"{pyproject}: cannot read it as TOML ({err}); fix or remove it") from None
-    section = doc.get("tool", {}).get("pitstop", {}).get("lint")
+    section: Any = doc
+    for depth, key in enumerate(("tool", "pitstop", "lint")):
+        section = section.get(key)
+        if section is None:
+            break
+        if not isinstance(section, dict):
+            table = ".".join(("tool", "pitstop", "lint")[:depth + 1])
+            raise UsageError(f"{pyproject}: [{table}] must be a table, not "
+                             f"{_toml_kind(section)}; fix or remove it")
     if section is None:
         return LintConfig(root=pyproject.parent, source=f"{pyproject} (no [tool.pitstop.lint])")
-    if not isinstance(section, dict):
-        raise UsageError(f"{pyproject}: [tool.pitstop.lint] must be a table")
     known = {"select", "ignore", "per-file-ignores", "exclude"}
     unknown = set(section) - known
     if unknown:
@@ -105,12 +111,48 @@ def load_config(pyproject: Path | None) -> LintConfig:
     if not isinstance(pfi, dict):
         raise UsageError(f"{pyproject}: [tool.pitstop.lint] per-file-ignores must be a table "
                          "of glob = [codes]")
+    where = f"{pyproject}: [tool.pitstop.lint]"
+    select = _strings(section.get("select", ["LT"]), "select", str(pyproject))
+    ignore = _strings(section.get("ignore", []), "ignore", str(pyproject))
+    per_file = tuple((k, _strings(v, f"per-file-ignores.{k}", str(pyproject)))
+                     for k, v in pfi.items())
+    # The same check as --select/--ignore on the command line: a typo is an error.
+    if not select:
+        raise UsageError(f"{where} select = [] checks no code; remove it to check every code, "
+                         "or name the codes to check")
+    check_codes(select, f"{where} select")
+    check_codes(ignore, f"{where} ignore")
+    for glob, codes in per_file:
+        check_codes(codes, f"{where} per-file-ignores.{glob!r}")
     return LintConfig(
-        select=_strings(section.get("select", ["LT"]), "select", str(pyproject)),
-        ignore=_strings(section.get("ignore", []), "ignore", str(pyproject)),
-        per_file_ignores=tuple((k, _strings(v, f"per-file-ignores.{k}", str(pyproject)))
-                               for k, v in pfi.items()),
+        select=select,
+        ignore=ignore,
+        per_file_ignores=per_file,
         exclude=_strings(section.get("exclude", []), "exclude", str(pyproject)),
         root=pyproject.parent,
         source=str(pyproject),
     )
+
+
+def check_codes(entries: tuple[str, ...], where: str) -> None:
+    """Every entry must match a lint code (or prefix), rule name or category.
+
+    ``where`` names the option or config key in the message (``--select``,
+    ``pyproject.toml: [tool.pitstop.lint] ignore``).
+    """
+    from pitstop.findings import all_docs
+
+    docs = [d for d in all_docs() if d.code.startswith("LT")]
+    for e in entries:
+        if not e.strip():  # "" is a prefix of every code: it would select or ignore all
+            raise UsageError(f"{where} has an empty code; name a code, prefix, name or "
+                             "category (`pitstop explain --list` shows them)")
+        if not any(d.code.startswith(e.upper()) or e in (d.name, d.category) for d in docs):
+            raise UsageError(f"{where} {e!r} matches no lint code, name or category; "
+                             "`pitstop explain --list` shows them")
+
+
+def _toml_kind(value: Any) -> str:
+    kinds = {str: "a string", bool: "a boolean", int: "an integer", float: "a number",
+             list: "an array"}
+    return next((k for t, k in kinds.items() if isinstance(value, t)), type(value).__name__)

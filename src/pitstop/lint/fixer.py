@@ -1,11 +1,12 @@
-"""``--fix`` / ``--diff``: apply fixes until nothing fixable is left, verify, write atomically."""
+"""``--fix`` / ``--diff``: apply fixes until nothing fixable is left, verify, and save the
+file as an editor does (:func:`pitstop.fileio.atomic_write_bytes`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 
-from pitstop.fileio import atomic_write_bytes
+from pitstop.fileio import WriteRefused, atomic_write_bytes
 from pitstop.lint.analyze import LintOptions
 from pitstop.lint.engine import (
     RunResult,
@@ -96,9 +97,15 @@ def fix_results(run: RunResult, options: LintOptions,
                     encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
             prefix = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
             try:
-                atomic_write_bytes(path, prefix + text.encode(encoding))
+                atomic_write_bytes(path, prefix + text.encode(encoding), expected=data)
+            except WriteRefused as err:  # read-only, or edited meanwhile: left as it was
+                result.diagnostics.append(Diagnostic(
+                    result.path, f"fix not written: {err.strerror}", kind="input"))
+                continue
             except (OSError, UnicodeError) as err:
-                result.diagnostics.append(Diagnostic(result.path, f"cannot write the fix: {err}"))
+                result.diagnostics.append(Diagnostic(
+                    result.path, f"cannot write the fix ({err}); the file is as it was",
+                    kind="input"))
                 continue
         result.findings = findings
         changed.append((result.path, old, text, fixed))

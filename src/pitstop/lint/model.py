@@ -145,7 +145,7 @@ class Diagnostic:
     file it found but could not check (unreadable, not Python, a syntax error: exit
     status 1, as in ruff), ``input`` for a path named on the command line that cannot be
     used (missing, inaccessible: exit status 2), ``note`` for something skipped on
-    purpose (a symlink loop), ``internal`` for a bug in pitstop itself (exit status 2)."""
+    purpose (a symlink loop), ``internal`` for a bug in pitstop itself (exit status 70)."""
 
     path: str
     message: str

@@ -39,6 +39,8 @@ def load_notebook(data: bytes) -> Notebook:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise NotebookError(f"not a valid notebook (JSON): {err}") from None
+    except RecursionError:  # a 100 000-deep array: not a notebook, and no bug of ours
+        raise NotebookError("not a valid notebook (JSON nested too deep)") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
         raise NotebookError("not a Jupyter notebook: no list of cells")
     lines: list[str] = []

@@ -59,11 +59,14 @@ def prepare_out_dir(out_dir: Path) -> Path:
     """Create ``out_dir/captures`` (emptied of old captures) or raise :class:`UsageError`
     naming ``--out``; returns the captures folder. Done before the script starts, so that
     an unwritable ``--out`` never costs a training run."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir}: exists and is not a folder; pick another path")
+    from pitstop.fileio import check_output_dir
+
+    # --out itself may be new, never its parents: a typo fails instead of a folder tree
+    check_output_dir(out_dir, what="the profile", option="--out")
     capture_dir = out_dir / "captures"
     try:
-        capture_dir.mkdir(parents=True, exist_ok=True)
+        out_dir.mkdir(exist_ok=True)
+        capture_dir.mkdir(exist_ok=True)
         for old in capture_dir.glob("capture-*.json"):
             old.unlink()
         probe = capture_dir / f".pitstop-write-test-{os.getpid()}"

@@ -20,6 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
+from pitstop.signals import run_child
 from pitstop.sysroot import Sysroot
 from pitstop.system.machine import INSTALL_HINTS, find_tool
 
@@ -108,8 +109,7 @@ def perform(sr: Sysroot, action: Action, timeout: float = 60.0) -> str:
         raise ActionError(f"{action.describe()}: {action.tool} not found"
                           + (f" (install: {hint})" if hint else ""))
     try:
-        proc = subprocess.run([exe, *action.argv[1:]], capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = run_child([exe, *action.argv[1:]], timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise ActionError(f"{action.describe()}: {err}") from None
     output = (proc.stdout + proc.stderr).strip()

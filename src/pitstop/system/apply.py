@@ -159,6 +159,7 @@ def _write_unit(sr: Sysroot, text: str) -> list[str]:
 
     created = []
     existed = sr.path(UNIT_PATH).exists()
+    sr.path(UNIT_PATH).parent.mkdir(parents=True, exist_ok=True)  # a machine folder, not a user's
     atomic_write_text(sr.path(UNIT_PATH), text)
     if not existed:
         created.append(UNIT_PATH)

@@ -69,6 +69,9 @@ def _names(only: tuple[str, ...], profile: str) -> tuple[str, ...]:
     if not only:
         return PROFILES[profile]
     wanted = [n.strip() for item in only for n in item.split(",") if n.strip()]
+    if not wanted:
+        raise UsageError(f"--only {','.join(only)!r} names no setting; choose from: "
+                         f"{', '.join(SETTING_NAMES)}")
     for n in wanted:
         if n not in SETTING_NAMES:
             raise UsageError(f"unknown setting {n!r} for --only; choose from: "

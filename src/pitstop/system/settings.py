@@ -19,7 +19,9 @@ directions (under the ``performance`` governor the kernel pins EPP to
 
 from __future__ import annotations
 
+import posixpath
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -154,6 +156,22 @@ class Setting:
     title: str  # what is wrong when it differs, one line
     why: str  # why training wants the value (one or two sentences)
     inspect: Callable[[Machine], Reading]
+    # What its changes and undos may touch, and nothing else: full-match regexes for
+    # the machine files it writes and for its commands (shlex-joined). `revert` obeys a
+    # saved undo only if the setting it is saved under manages it (see `manages`).
+    writes: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()
+
+    def manages(self, action: Action) -> bool:
+        """True when ``action`` is one this setting's changes or undos can be."""
+        if isinstance(action, FileWrite):
+            path = action.path
+            parts = path.split("/")
+            if posixpath.normpath(path) != path or "." in parts or ".." in parts:
+                return False
+            return any(re.fullmatch(p, path) for p in self.writes)
+        command = shlex.join(action.argv)
+        return any(re.fullmatch(p, command) for p in self.runs)
 
 
 # ---------------------------------------------------------------- helpers
@@ -571,62 +589,69 @@ def inspect_shm(m: Machine) -> Reading:
 
 # ---------------------------------------------------------------- the table
 
+_CPU = re.escape(CPU_DIR) + r"/cpu[0-9]+"  # one CPU's folder
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("governor", "SY001", "CPU frequency governor is not `performance`",
             "ondemand/schedutil/powersave ramp the clock down whenever a core idles for a "
             "moment, which DataLoader workers and the kernel-launching main thread do all "
             "the time; each ramp-up costs latency on the critical path.",
-            inspect_governor),
+            inspect_governor, writes=(_CPU + r"/cpufreq/scaling_governor",)),
     Setting("energy-preference", "SY002",
             "CPU energy preference favours saving power over speed",
             "With HWP (intel_pstate) or CPPC (amd-pstate) the CPU picks its own clock "
             "from energy_performance_preference / energy_perf_bias; anything but "
             "`performance` lets it trade speed for watts.",
-            inspect_energy_preference),
+            inspect_energy_preference,
+            writes=(_CPU + r"/cpufreq/energy_performance_preference",
+                    _CPU + r"/power/energy_perf_bias")),
     Setting("boost", "SY003", "CPU turbo/boost is off",
             "Turbo is the top ~20-40% of single-core clock; data loading and Python "
             "overhead in the training loop are single-thread bound.",
-            inspect_boost),
+            inspect_boost, writes=(re.escape(INTEL_NO_TURBO), re.escape(CPUFREQ_BOOST),
+                                   _CPU + r"/cpufreq/boost")),
     Setting("min-perf-pct", "SY004", "intel_pstate min_perf_pct is below 100",
             "A floor below 100% lets idle-ish cores drop to low P-states between batches; "
             "100 keeps every core at least at its base clock (tuned: throughput-performance).",
-            inspect_min_perf_pct),
+            inspect_min_perf_pct, writes=(re.escape(f"{CPU_DIR}/intel_pstate/min_perf_pct"),)),
     Setting("cstate-latency", "SY005", "deep CPU idle states (C-states) are enabled",
             "Waking from a deep C-state takes 100 µs or more; a GPU-feeding thread that "
             "sleeps between kernel launches pays it every time (tuned: "
             "accelerator-performance, force_latency=99).",
-            inspect_cstate_latency),
+            inspect_cstate_latency, writes=(_CPU + r"/cpuidle/state[0-9]+/disable",)),
     Setting("gpu-persistence", "SY006", "GPU persistence mode is off",
             "Without persistence the driver tears the GPU down when the last process "
             "exits and re-initialises it (seconds) at the next start: every short job, "
             "test or `nvidia-smi` call pays for it.",
-            inspect_gpu_persistence),
+            inspect_gpu_persistence, runs=(r"nvidia-smi -i [0-9]+ -pm [01]",)),
     Setting("gpu-power-limit", "SY007", "GPU power limit is below its default",
             "A lowered power limit caps the SM clock under load: the GPU throttles "
             "(clocks_event_reasons: SW power cap) and every step takes longer.",
-            inspect_gpu_power_limit),
+            inspect_gpu_power_limit, runs=(r"nvidia-smi -i [0-9]+ -pl [0-9]+(\.[0-9]+)?",)),
     Setting("swappiness", "SY008", "vm.swappiness is high",
             "A high swappiness swaps out idle parts of the training process (optimizer "
             "state, DataLoader workers) to keep page cache; touching them again stalls "
             "the step. 10 keeps anonymous memory resident (tuned: throughput-performance).",
-            inspect_swappiness),
+            inspect_swappiness, writes=(r"/proc/sys/vm/swappiness",)),
     Setting("thp", "SY009", "transparent hugepages are disabled",
             "`never` denies 2 MiB pages even to allocators that ask for them (PyTorch "
             "with THP_MEM_ALLOC_ENABLE=1, jemalloc, tcmalloc), so large tensors pay 4 KiB "
             "TLB misses. `madvise` gives them to whoever asks without the memory bloat and "
             "compaction stalls `always` can cause in forked DataLoader workers.",
-            inspect_thp),
+            inspect_thp, writes=(re.escape(THP),)),
     Setting("readahead", "SY010", "readahead of the dataset's disk is small",
             "Reading shards, tar files or large images sequentially with the kernel's "
             "default 128 KiB readahead issues many small requests; 4 MiB keeps a disk or "
             "network filesystem streaming (tuned: throughput-performance). Random reads of "
             "small files gain little.",
-            inspect_readahead),
+            inspect_readahead,
+            writes=(r"/sys/class/bdi/[^/]+/read_ahead_kb", r"/sys/block/[^/]+/queue/read_ahead_kb",
+                    r"/sys/devices/(?:[^/]+/)+queue/read_ahead_kb")),
     Setting("shm", "SY011", "/dev/shm is small",
             "DataLoader workers hand every batch to the main process through shared "
             "memory in /dev/shm; when it is full they die with 'bus error' or "
             "'No space left on device' (Docker's default is 64 MiB).",
-            inspect_shm),
+            inspect_shm, runs=(r"mount -o remount,size=[0-9]+k /dev/shm",)),
 )
 
 SETTING_NAMES: tuple[str, ...] = tuple(s.name for s in SETTINGS)

@@ -15,7 +15,9 @@ from typing import Any
 
 import psutil
 
-__all__ = ["CpuReader", "DiskReader", "ProcessTreeReader"]
+from pitstop.telemetry.procfs import read_children
+
+__all__ = ["CpuReader", "DiskDeviceReader", "DiskReader", "ProcessTreeReader", "real_disk_counters"]
 
 # Block devices that are not storage a dataset lives on.
 _VIRTUAL_DISK = re.compile(r"^(loop|ram|zram|sr|fd|md|nbd)\d*")
@@ -51,8 +53,17 @@ class CpuReader:
         return out
 
 
-class DiskReader:
-    """Read throughput (bytes/s) summed over real disks, and the busiest disk's busy percent."""
+def real_disk_counters() -> dict[str, Any]:
+    """psutil's per-disk I/O counters of real disks ({} without /proc/diskstats)."""
+    try:
+        counters = psutil.disk_io_counters(perdisk=True) or {}
+    except Exception:  # no /proc/diskstats (some containers)
+        return {}
+    return {name: c for name, c in counters.items() if not _VIRTUAL_DISK.match(name)}
+
+
+class DiskDeviceReader:
+    """Read and write bytes/s and busy percent of each real disk (loop, ram, md… left out)."""
 
     def __init__(self) -> None:
         self._last: dict[str, Any] | None = None
@@ -60,31 +71,44 @@ class DiskReader:
 
     def read(self) -> dict[str, Any]:
         now = time.monotonic()
-        try:
-            disks = {name: c for name, c in psutil.disk_io_counters(perdisk=True).items()
-                     if not _VIRTUAL_DISK.match(name)}
-        except Exception:  # no /proc/diskstats (some containers)
-            disks = {}
-        out: dict[str, Any] = {"disk_read_bps": None, "disk_busy_pct": None, "disk_busiest": None}
+        disks = real_disk_counters()
+        out: list[dict[str, Any]] | None = None
         if self._last is not None and now > self._last_t:
+            out = []
             dt = now - self._last_t
-            read_bytes = 0
-            busiest, busy = None, 0.0
-            for name, c in disks.items():
-                before = self._last.get(name)
+            for name in sorted(disks):
+                c, before = disks[name], self._last.get(name)
                 if before is None:
                     continue
-                read_bytes += max(0, c.read_bytes - before.read_bytes)
-                busy_ms = getattr(c, "busy_time", None)
-                if busy_ms is not None:
-                    pct = min(100.0, 100.0 * (busy_ms - before.busy_time) / 1000.0 / dt)
-                    if pct >= busy:
-                        busiest, busy = name, pct
-            out["disk_read_bps"] = round(read_bytes / dt)
-            out["disk_busy_pct"] = round(busy, 1)
-            out["disk_busiest"] = busiest
+                busy = getattr(c, "busy_time", None)
+                out.append({
+                    "name": name,
+                    "read_bps": round(max(0, c.read_bytes - before.read_bytes) / dt),
+                    "write_bps": round(max(0, c.write_bytes - before.write_bytes) / dt),
+                    "busy_pct": (round(min(100.0, max(0.0, (busy - before.busy_time) / 10.0 / dt)), 1)
+                                 if busy is not None else None),
+                })
         self._last, self._last_t = disks, now
-        return out
+        return {"disks": out}
+
+
+class DiskReader:
+    """Read throughput (bytes/s) summed over real disks, and the busiest disk's busy percent
+    (profile's timeline; the monitor shows :class:`DiskDeviceReader`'s per-disk values)."""
+
+    def __init__(self) -> None:
+        self._devices = DiskDeviceReader()
+
+    def read(self) -> dict[str, Any]:
+        disks = self._devices.read()["disks"]
+        if disks is None:
+            return {"disk_read_bps": None, "disk_busy_pct": None, "disk_busiest": None}
+        busiest, busy = None, 0.0
+        for d in disks:
+            if d["busy_pct"] is not None and d["busy_pct"] >= busy:
+                busiest, busy = d["name"], d["busy_pct"]
+        return {"disk_read_bps": sum(d["read_bps"] for d in disks),
+                "disk_busy_pct": round(busy, 1), "disk_busiest": busiest}
 
 
 @dataclass
@@ -137,15 +161,9 @@ class ProcessTreeReader:
         workers and torchrun ranks the moment they start, so that a short profiled
         window or a new epoch's workers do not go unseen until the next full rescan.
         """
-        for pid in list(self._tracked):
-            try:
-                with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
-                    kids = fh.read().split()
-            except OSError:  # gone, or a kernel without CONFIG_PROC_CHILDREN
-                continue
-            if any(int(k) not in self._tracked for k in kids):
-                return True
-        return False
+        # (a process gone, or a kernel without CONFIG_PROC_CHILDREN, has no children here)
+        return any(kid not in self._tracked
+                   for pid in list(self._tracked) for kid in read_children(pid))
 
     def read(self) -> dict[str, Any]:
         now = time.monotonic()

@@ -23,6 +23,7 @@ __all__ = [
     "gpu_snapshot",
     "nvml_session",
     "open_nvml",
+    "running_processes",
 ]
 
 
@@ -115,8 +116,14 @@ def _text(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _processes(nv: Any, handle: Any) -> list[dict[str, Any]]:
-    procs: dict[int, dict[str, Any]] = {}
+#: NVML's "not available" for usedGpuMemory (Windows WDDM, some vGPUs).
+NO_MEMORY = 2**63
+
+
+def running_processes(nv: Any, handle: Any) -> dict[int, tuple[int | None, str]]:
+    """``{pid: (GPU memory bytes or None, "compute" | "graphics")}`` of one GPU's
+    processes (a process with both kinds of context is listed once, as compute)."""
+    procs: dict[int, tuple[int | None, str]] = {}
     for getter, kind in (
         ("nvmlDeviceGetComputeRunningProcesses", "compute"),
         ("nvmlDeviceGetGraphicsRunningProcesses", "graphics"),
@@ -127,14 +134,16 @@ def _processes(nv: Any, handle: Any) -> list[dict[str, Any]]:
             continue
         for p in found:
             used = getattr(p, "usedGpuMemory", None)
-            # NVML reports "not available" memory as a huge sentinel value.
-            if used is not None and used >= 2**63:
-                used = None
-            procs.setdefault(int(p.pid), {"pid": int(p.pid), "used_memory_bytes": used,
-                                          "type": kind})
-    for info in procs.values():
-        info["name"] = _process_name(info["pid"])
-    return sorted(procs.values(), key=lambda d: d["pid"])
+            used = None if used is None or used >= NO_MEMORY else int(used)
+            pid = int(p.pid)
+            if pid not in procs or procs[pid][0] is None:
+                procs[pid] = (used, procs[pid][1] if pid in procs else kind)
+    return procs
+
+
+def _processes(nv: Any, handle: Any) -> list[dict[str, Any]]:
+    return [{"pid": pid, "used_memory_bytes": used, "type": kind, "name": _process_name(pid)}
+            for pid, (used, kind) in sorted(running_processes(nv, handle).items())]
 
 
 def _process_name(pid: int) -> str | None:
@@ -174,7 +183,10 @@ GPU_FIELDS: dict[str, Callable[[Any, Any], Any]] = {
     "clock_sm_max_mhz": lambda nv, h: int(nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM)),
     "clock_mem_mhz": lambda nv, h: int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
     "clock_mem_max_mhz": lambda nv, h: int(nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_MEM)),
-    "clocks_event_reasons": lambda nv, h: int(nv.nvmlDeviceGetCurrentClocksEventReasons(h)),
+    # nvidia-ml-py before 12.535 names it "throttle reasons" (the same NVML call).
+    "clocks_event_reasons": lambda nv, h: int(
+        (getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+         or nv.nvmlDeviceGetCurrentClocksThrottleReasons)(h)),
     "pcie_link_gen": lambda nv, h: int(nv.nvmlDeviceGetCurrPcieLinkGeneration(h)),
     "pcie_link_gen_max": lambda nv, h: int(nv.nvmlDeviceGetMaxPcieLinkGeneration(h)),
     "pcie_link_gen_device_max": lambda nv, h: int(nv.nvmlDeviceGetGpuMaxPcieLinkGeneration(h)),

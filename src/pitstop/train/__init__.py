@@ -16,6 +16,7 @@
 See docs/train.md.
 """
 
+from pitstop.train import _requires  # noqa: F401  (first: one clear error without torch)
 from pitstop.train.defaults import FastDefaults, SettingChange, fast_defaults
 from pitstop.train.loader import (
     PitstopDataLoader,

@@ -20,7 +20,6 @@ for the training process that leaves the workers their cores (CPU training only;
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -36,7 +35,8 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 from torch.utils.data.distributed import DistributedSampler
 
-from pitstop.hostinfo import cgroup
+from pitstop.hostinfo.cpu import usable_cpus
+from pitstop.schema import validate
 from pitstop.sysroot import Sysroot
 from pitstop.train.defaults import SettingChange
 from pitstop.train.prefetch import resolve_device
@@ -46,17 +46,24 @@ log = logging.getLogger("pitstop.train")
 CONFIG_ENV = "PITSTOP_LOADER_CONFIG"
 CONFIG_FILENAME = "pitstop-loader.json"
 
-# Settings a loader config file may carry, with the check each value must pass.
-CONFIG_KEYS: dict[str, tuple[str, Any]] = {
-    "num_workers": ("an integer >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
-    "prefetch_factor": ("an integer >= 1 or null",
-                        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1)),
-    "pin_memory": ("true or false", lambda v: isinstance(v, bool)),
-    "persistent_workers": ("true or false", lambda v: isinstance(v, bool)),
-    "multiprocessing_context": ('"fork", "spawn" or "forkserver"',
-                                lambda v: v in ("fork", "spawn", "forkserver")),
-    "drop_last": ("true or false", lambda v: isinstance(v, bool)),
+# Settings a loader config file may carry, each with the JSON Schema its value must fit
+# (checked by pitstop.schema.validate; the description is what the message says).
+CONFIG_SCHEMA: dict[str, dict[str, Any]] = {
+    "num_workers": {"type": "integer", "minimum": 0, "maximum": 1024,
+                    "description": "an integer >= 0"},
+    "prefetch_factor": {"type": ["integer", "null"], "minimum": 1, "maximum": 1024,
+                        "description": "an integer >= 1 or null"},
+    "pin_memory": {"type": "boolean", "description": "true or false"},
+    "persistent_workers": {"type": "boolean", "description": "true or false"},
+    "multiprocessing_context": {"enum": ["fork", "spawn", "forkserver"],
+                                "description": '"fork", "spawn" or "forkserver"'},
+    "drop_last": {"type": "boolean", "description": "true or false"},
 }
+# The same, as (what the value must be, a check): for callers that test one value.
+CONFIG_KEYS: dict[str, tuple[str, Any]] = {
+    key: (schema["description"], lambda v, schema=schema: validate(v, schema) is None)
+    for key, schema in CONFIG_SCHEMA.items()}
+MAX_CONFIG_BYTES = 1 << 20  # a loader config is a few hundred bytes
 
 # Fractions of free memory the batches in flight may take: workers' output batches
 # live in /dev/shm (PyTorch shares them through shared memory) and, pinned, in RAM.
@@ -68,43 +75,6 @@ MAX_PREFETCH = 8
 MAX_WORKERS = 16
 
 Setting = tuple[Any, str]
-
-
-# ---------------------------------------------------------------- CPUs this process may use
-
-def usable_cpus(sysroot: Sysroot | None = None) -> tuple[int, str]:
-    """How many CPUs this process may run on, and how that was found out."""
-    sysroot = sysroot or Sysroot()
-    affinity: int | None = None
-    if sysroot.is_live:
-        try:
-            affinity = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            affinity = None
-    if affinity is None:
-        text = sysroot.read_text("/proc/self/status") or ""
-        for line in text.splitlines():
-            if line.startswith("Cpus_allowed_list:"):
-                affinity = _count_cpu_list(line.split(":", 1)[1])
-    if affinity is None:
-        affinity = os.cpu_count() or 1
-    quota, where = cgroup.cpu_limit(sysroot)
-    if quota is not None and math.ceil(quota) < affinity:
-        return max(1, math.ceil(quota)), f"cgroup quota {quota:g} CPUs ({where})"
-    return affinity, f"{affinity} CPUs in this process's affinity mask"
-
-
-def _count_cpu_list(text: str) -> int | None:
-    total = 0
-    for chunk in text.strip().split(","):
-        if not chunk:
-            continue
-        lo, _, hi = chunk.partition("-")
-        try:
-            total += (int(hi) - int(lo) + 1) if hi else 1
-        except ValueError:
-            return None
-    return total or None
 
 
 def local_world_size(environ: Mapping[str, str] | None = None) -> int:
@@ -205,27 +175,33 @@ def read_config(path: Path) -> dict[str, Any]:
     (``{"num_workers": 6, "prefetch_factor": 4}``) or, as ``save_config``
     writes it, ``{"settings": {...}, ...}`` with any other top-level keys ignored.
     """
+    from pitstop.schema import BadJSON, parse_json, read_bounded
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        data = parse_json(read_bounded(path, MAX_CONFIG_BYTES))
+    except OSError as exc:
         raise ValueError(f"loader config {path} cannot be read ({exc}): fix its permissions "
                          f"or pass config=False") from exc
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"loader config {path} is not valid JSON (line {exc.lineno}: {exc.msg}): "
-                         f"fix or delete it") from exc
+    except BadJSON as exc:
+        raise ValueError(f"loader config {path} is not valid JSON ({exc}): fix or delete "
+                         f"it") from exc
     if isinstance(data, dict) and isinstance(data.get("settings"), dict):
         data = data["settings"]
     if not isinstance(data, dict):
         raise ValueError(f"loader config {path} must hold a JSON object of settings, like "
                          f'{{"num_workers": 4}}')
     for key, value in data.items():
-        if key not in CONFIG_KEYS:
-            raise ValueError(f"loader config {path}: unknown setting {key!r}; known settings: "
-                             f"{', '.join(CONFIG_KEYS)}")
-        expected, check = CONFIG_KEYS[key]
-        if not check(value):
-            raise ValueError(f"loader config {path}: {key} must be {expected}, got {value!r}")
+        _check_setting(key, value, f"loader config {path}: ")
     return dict(data)
+
+
+def _check_setting(key: str, value: Any, where: str) -> None:
+    if key not in CONFIG_SCHEMA:
+        raise ValueError(f"{where}unknown setting {key!r}; known settings: "
+                         f"{', '.join(CONFIG_SCHEMA)}")
+    problem = validate(value, CONFIG_SCHEMA[key], key)
+    if problem:
+        raise ValueError(f"{where}{problem}")
 
 
 def save_config(path: str | os.PathLike[str], settings: Mapping[str, Any], *,
@@ -239,11 +215,7 @@ def save_config(path: str | os.PathLike[str], settings: Mapping[str, Any], *,
 
     target = Path(path)
     for key, value in settings.items():
-        if key not in CONFIG_KEYS:
-            raise ValueError(f"loader config setting {key!r} is not one of {', '.join(CONFIG_KEYS)}")
-        expected, check = CONFIG_KEYS[key]
-        if not check(value):
-            raise ValueError(f"loader config setting {key} must be {expected}, got {value!r}")
+        _check_setting(key, value, "loader config setting ")
     doc: dict[str, Any] = {"pitstop": "loader-config", "version": 1, "settings": dict(settings)}
     if measured is not None:
         doc["measured"] = dict(measured)

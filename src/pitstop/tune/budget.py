@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 _UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+MAX_SECONDS = 24 * 3600.0
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(h|min|m|sec|s)?", re.IGNORECASE)
 
 
@@ -37,6 +38,9 @@ def parse_budget(text: str, *, option: str = "--budget") -> float:
                          f"e.g. 90, 60s, 2m, 1m30s")
     if total <= 0:
         raise ValueError(f"{option} {text!r}: must be more than 0 seconds")
+    if total > MAX_SECONDS:
+        # A bound is armed from it (setitimer): an astronomic one would overflow there.
+        raise ValueError(f"{option} {text!r}: must be at most 24h")
     return total
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,7 @@ import click
 # The bench's own --device check and its "could not write an output" error, shared.
 from pitstop.bench.command import _load_average, _output_errors, _resolve_device
 from pitstop.errors import EXIT_OK, UsageError
+from pitstop.options import FiniteFloatRange
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -53,9 +54,10 @@ DEFAULT_BUDGETS = {"loader": "60s", "model": "120s", "both": "180s"}
 @click.option("--skip", "skip", metavar="GROUPS",
               help="Model option groups not to try, comma-separated: cudnn, tf32, precision, "
                    "layout, optimizer, batch-size, compile.")
-@click.option("--loss-tolerance", type=click.FloatRange(min=0, min_open=True), default=0.05,
-              show_default=True,
-              help="Model: how far (relative) an option's first losses may drift from fp32's.")
+@click.option("--loss-tolerance", type=FiniteFloatRange(min=0, min_open=True, max=10),
+              default=0.05, show_default=True,
+              help="Model: how far (relative, at most 10 = 1000 %) an option's first losses "
+                   "may drift from fp32's.")
 def tune(what: str | None, dataset: str | None, model_spec: str | None, batch_size: int | None,
          device: str, budget: str | None, steps: int, out: Path | None, model_out: Path | None,
          json_path: Path | None, max_workers: int | None, grid: bool, skip: str | None,
@@ -89,7 +91,7 @@ def tune(what: str | None, dataset: str | None, model_spec: str | None, batch_si
         raise UsageError(str(err)) from None
     if grid and mode == "model":
         raise UsageError("--grid searches loader settings: use it with pitstop tune loader")
-    from pitstop.tune.model_tune import SKIPPABLE
+    from pitstop.tune.groups import SKIPPABLE
 
     skipped = tuple(s.strip() for s in (skip or "").split(",") if s.strip())
     bad = [s for s in skipped if s not in SKIPPABLE]
@@ -109,8 +111,14 @@ def tune(what: str | None, dataset: str | None, model_spec: str | None, batch_si
                           option="--out" if mode == "model" else "--model-out")
     if json_path is not None:
         check_output_path(json_path, what="the JSON report", option="--json")
-    if importlib.util.find_spec("torch") is None:
-        raise UsageError("pitstop tune needs PyTorch: install it (pip install torch) and run again")
+    from pitstop.deps import require_modules, require_torch
+
+    with warnings.catch_warnings():
+        # torch's "Failed to initialize NumPy" when numpy is missing: the next line says it.
+        warnings.simplefilter("ignore", UserWarning)
+        require_torch("pitstop tune")  # which build to install for this machine, if missing
+    # The trials time steps with the bench's machinery, which imports its image set.
+    require_modules("pitstop tune", {"PIL": "Pillow", "numpy": "numpy"}, "tune")
 
     from rich.console import Console
 
@@ -266,7 +274,7 @@ def _run(mode: str, *, dataset: str | None, model_spec: str | None, batch_size: 
         _print_block(out_console, report.both_summary(loader_result, model_result))
     loads = [v for v in (load_start, _load_average()) if v is not None]
     if loads:
-        from pitstop.train.loader import usable_cpus
+        from pitstop.hostinfo.cpu import usable_cpus
 
         _print_block(out_console, [
             f"1-minute load average {' -> '.join(f'{v:g}' for v in loads)} on "

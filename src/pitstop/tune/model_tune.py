@@ -37,6 +37,7 @@ from pitstop.tune import interrupt
 from pitstop.tune.batch_size import HEADROOM, BatchSearch, search_batch_size
 from pitstop.tune.budget import Budget, format_seconds
 from pitstop.tune.factory import ModelTarget, as_model_target
+from pitstop.tune.groups import SKIPPABLE
 from pitstop.tune.measure import TrialPlan, plan_for_budget, robust_rate
 from pitstop.tune.memory import mib
 from pitstop.tune.model_trials import (
@@ -53,7 +54,6 @@ from pitstop.tune.model_trials import (
 from pitstop.tune.progress import Reporter, SilentReporter
 
 KEEP = 0.03
-SKIPPABLE = ("cudnn", "tf32", "precision", "layout", "optimizer", "batch-size", "compile")
 EXPECTED_TRIALS = 10
 DEFAULT_STEPS = 1000
 

@@ -1,335 +1,117 @@
 """Write the fake machines used by the doctor tests (``python make_machines.py [OUTDIR]``).
 
 Each machine is a small tree of the files the doctor's probes read (``/sys``, ``/proc``,
-``/etc``, ``/dev``) plus recordings of what does not live in files
-(``pitstop-recorded/nvml.json``, ``python.json``, ``statvfs.json``). The trees are
-hand-made from the kernel's documented formats of these files (Documentation/ABI for
-sysfs, proc(5) for /proc); the NVML values are described in each machine's ORIGIN.txt.
+``/etc``, ``/dev``, ``/lib/modules``, ``/var/lib/dkms``) plus recordings of what does not
+live in files (``pitstop-recorded/nvml.json``, ``python.json``, ``statvfs.json``,
+``torch_runtime.json``). The trees are hand-made from the kernel's documented formats of
+these files (Documentation/ABI for sysfs, proc(5) for /proc); torch's metadata is that of
+real wheels (``torch_wheels.py``); the rest is described in each machine's ORIGIN.txt.
 The committed trees next to this script are its output; a test checks they match.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-# --- NVML snapshots ------------------------------------------------------------------
-# RTX 4090: NVIDIA's published board specifications (AD102, PCI device 0x2684, 24 GB
-# GDDR6X = 24564 MiB usable, TGP 450 W default limit, 600 W maximum on the Founders
-# Edition, PCIe Gen4 x16, compute capability 8.9). Clock and temperature thresholds are
-# illustrative values in the range nvidia-smi -q prints for AD102 boards (boards differ).
-RTX4090 = {
-    "name": "NVIDIA GeForce RTX 4090",
-    "memory_total_bytes": 25757220864,
-    "temperature_slowdown_c": 90,
-    "temperature_shutdown_c": 95,
-    "power_default_limit_w": 450.0,
-    "power_max_limit_w": 600.0,
-    "clock_sm_max_mhz": 3120,
-    "clock_mem_max_mhz": 10501,
-    "pcie_link_gen_device_max": 4,
-    "compute_capability": [8, 9],
-    "ecc_mode_current": {"unavailable": "Not Supported"},
-    "retired_pages_pending": {"unavailable": "Not Supported"},
-    "remapped_rows": {"unavailable": "Not Supported"},
-}
-# A100-SXM4-40GB: values as printed by `nvidia-smi -q` in public bug reports
-# (github.com/NVIDIA/nvidia-docker/issues/1648: default/max power limit 400 W, max SM
-# clock 1410 MHz, memory clock 1215 MHz; NVIDIA/CUDALibrarySamples/issues/104 for the
-# A100 field layout) and NVIDIA's A100 datasheet (40 GB HBM2, PCIe Gen4 x16, CC 8.0).
-A100 = {
-    "name": "NVIDIA A100-SXM4-40GB",
-    "memory_total_bytes": 42949672960,
-    "temperature_slowdown_c": 92,
-    "temperature_shutdown_c": 95,
-    "power_default_limit_w": 400.0,
-    "power_max_limit_w": 400.0,
-    "clock_sm_max_mhz": 1410,
-    "clock_mem_max_mhz": 1215,
-    "pcie_link_gen_device_max": 4,
-    "compute_capability": [8, 0],
-    "ecc_mode_current": True,
-    "retired_pages_pending": {"unavailable": "Not Supported"},
-    "remapped_rows": [0, 0, 0, 0],
-}
+from machine_parts import (  # noqa: E402
+    A10G,
+    A100,
+    DKMS_KEY_DER,
+    OTHER_CERT_DER,
+    RTX4090,
+    Tree,
+    cpus,
+    dkms_module,
+    efi,
+    gpu,
+    kernel_tree,
+    memory,
+    modules,
+    mountinfo,
+    nvme_disk,
+    nvml,
+    os_release,
+    pci_gpu,
+    process,
+    python_env,
+    sata_hdd_lvm,
+)
+from torch_wheels import TORCH_251, TORCH_270_CPU, TORCH_280, TorchWheel  # noqa: E402
 
-
-def gpu(base: dict, index: int, bus: str, **state: object) -> dict:
-    snap = {"index": index, "uuid": f"GPU-00000000-0000-0000-0000-00000000000{index}",
-            "pci_bus_id": f"0000{bus}", **base}
-    snap.update({
-        "memory_used_bytes": 0, "utilization_gpu_pct": 0, "utilization_memory_pct": 0,
-        "temperature_c": 38, "power_draw_w": 18.5, "power_limit_w": base["power_default_limit_w"],
-        "clock_sm_mhz": 210, "clock_mem_mhz": 405, "clocks_event_reasons": 1,
-        "pcie_link_gen": 1, "pcie_link_gen_max": 4, "pcie_link_width": 16,
-        "pcie_link_width_max": 16, "pcie_tx_kbps": 0, "pcie_rx_kbps": 0,
-        "pcie_replay_counter": 0, "persistence_mode": True, "processes": [],
-    })
-    snap.update(state)
-    return snap
-
-
-def nvml(driver: str, cuda: str, gpus: list[dict], origin: str) -> dict:
-    return {"_origin": origin, "available": True, "self_pid": 999999,
-            "system": {"driver_version": driver, "cuda_driver_version": cuda,
-                       "nvml_version": f"12.{driver}", "device_count": len(gpus)},
-            "gpus": gpus}
-
-
-# --- tree writer ---------------------------------------------------------------------
-class Tree:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def file(self, path: str, text: str = "") -> None:
-        p = self.root / path.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text if text.endswith("\n") or not text else text + "\n")
-
-    def link(self, path: str, target: str) -> None:
-        """A relative symlink at machine path ``path`` pointing to machine path ``target``."""
-        p = self.root / path.lstrip("/")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        rel = os.path.relpath(target, os.path.dirname(path))
-        if p.is_symlink():
-            p.unlink()
-        p.symlink_to(rel)
-
-    def json(self, path: str, obj: object) -> None:
-        self.file(path, json.dumps(obj, indent=2))
-
-
-def os_release(t: Tree, pretty: str, os_id: str, version: str, codename: str) -> None:
-    t.file("/etc/os-release", f'PRETTY_NAME="{pretty}"\nNAME="{pretty.split(" ")[0]}"\n'
-           f'VERSION_ID="{version}"\nVERSION_CODENAME={codename}\nID={os_id}\n')
-
-
-def cpus(t: Tree, n: int, *, governor: str | None, epp: str | None, driver: str,
-         boost: tuple[str, int] | None, model: str, hypervisor: bool = False,
-         numa: dict[int, str] | None = None) -> None:
-    base = "/sys/devices/system/cpu"
-    t.file(f"{base}/online", f"0-{n - 1}")
-    t.file(f"{base}/possible", f"0-{n - 1}")
-    for c in range(n):
-        d = f"{base}/cpu{c}"
-        t.file(f"{d}/topology/physical_package_id", "0")
-        t.file(f"{d}/topology/core_id", str(c % (n // 2)))
-        if governor:
-            t.file(f"{d}/cpufreq/scaling_governor", governor)
-            t.file(f"{d}/cpufreq/scaling_driver", driver)
-            t.file(f"{d}/cpufreq/cpuinfo_max_freq", "5200000")
-            if epp:
-                t.file(f"{d}/cpufreq/energy_performance_preference", epp)
-    if boost:
-        t.file(f"{base}/{boost[0]}", str(boost[1]))
-    flags = "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr sse sse2 ht syscall nx lm avx2"
-    if hypervisor:
-        flags += " hypervisor"
-    t.file("/proc/cpuinfo", "\n".join(
-        f"processor\t: {c}\nmodel name\t: {model}\nflags\t\t: {flags}\n" for c in range(n)))
-    for node, cpulist in (numa or {0: f"0-{n - 1}"}).items():
-        t.file(f"/sys/devices/system/node/node{node}/cpulist", cpulist)
-
-
-def process(t: Tree, *, allowed: str, cgroup: str = "0::/user.slice/session-2.scope",
-            cpu_max: str = "max 100000", environ: dict[str, str] | None = None,
-            pid1_cgroup: str = "0::/init.scope", memlock: str = "8388608") -> None:
-    t.file("/proc/self/status", f"Name:\tpython3\nState:\tR (running)\nCpus_allowed_list:\t{allowed}\n")
-    t.file("/proc/self/cgroup", cgroup)
-    t.file("/proc/self/limits", "Limit                     Soft Limit           Hard Limit           Units\n"
-           f"Max open files            1048576              1048576              files\n"
-           f"Max locked memory         {memlock:<21}{memlock:<21}bytes\n")
-    t.file("/proc/1/cgroup", pid1_cgroup)
-    path = cgroup.split(":", 2)[2]
-    t.file(f"/sys/fs/cgroup{path.rstrip('/')}/cpu.max", cpu_max)
-    env = {"HOME": "/home/user", "LANG": "C.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin",
-           **(environ or {})}
-    p = t.root / "proc/self/environ"
-    p.write_bytes(b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items()))
-
-
-def memory(t: Tree, total_gib: int, avail_gib: float, swap_gib: int = 0, swap_used_gib: float = 0,
-           swappiness: int = 10, thp: str = "always [madvise] never",
-           defrag: str = "always defer defer+madvise [madvise] never") -> None:
-    kb = 1 << 20
-    t.file("/proc/meminfo", "\n".join([
-        f"MemTotal:       {total_gib * kb} kB",
-        f"MemFree:        {int(avail_gib * kb * 0.8)} kB",
-        f"MemAvailable:   {int(avail_gib * kb)} kB",
-        f"SwapTotal:      {swap_gib * kb} kB",
-        f"SwapFree:       {int((swap_gib - swap_used_gib) * kb)} kB",
-    ]))
-    t.file("/proc/sys/vm/swappiness", str(swappiness))
-    t.file("/sys/kernel/mm/transparent_hugepage/enabled", thp)
-    t.file("/sys/kernel/mm/transparent_hugepage/defrag", defrag)
-
-
-def modules(t: Tree, names: list[str], driver_version: str | None = None) -> None:
-    t.file("/proc/modules", "\n".join(
-        f"{n} 1234 0 - Live 0x0000000000000000" for n in [*names, "ext4", "snd_hda_intel"]))
-    if driver_version:
-        t.file("/proc/driver/nvidia/version",
-               f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {driver_version}  "
-               "Sat Jun  7 00:00:00 UTC 2025\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)")
-        for node in ("nvidia0", "nvidiactl", "nvidia-uvm"):
-            t.file(f"/dev/{node}", "")
-
-
-def pci_gpu(t: Tree, addr: str, port: str, *, device: str = "0x2684", driver: str | None,
-            numa: int = -1, cur: tuple[str, int] = ("2.5 GT/s PCIe", 16),
-            mx: tuple[str, int] = ("16.0 GT/s PCIe", 16),
-            port_max: tuple[str, int] = ("16.0 GT/s PCIe", 16)) -> None:
-    real = f"/sys/devices/pci0000:00/{port}/{addr}"
-    t.link(f"/sys/bus/pci/devices/{addr}", real)
-    t.file(f"{real}/vendor", "0x10de")
-    t.file(f"{real}/device", device)
-    t.file(f"{real}/class", "0x030000")
-    t.file(f"{real}/numa_node", str(numa))
-    t.file(f"{real}/current_link_speed", cur[0])
-    t.file(f"{real}/current_link_width", str(cur[1]))
-    t.file(f"{real}/max_link_speed", mx[0])
-    t.file(f"{real}/max_link_width", str(mx[1]))
-    port_dir = f"/sys/devices/pci0000:00/{port}"
-    t.file(f"{port_dir}/vendor", "0x1022")
-    t.file(f"{port_dir}/class", "0x060400")
-    t.file(f"{port_dir}/max_link_speed", port_max[0])
-    t.file(f"{port_dir}/max_link_width", str(port_max[1]))
-    t.file(f"{port_dir}/current_link_speed", cur[0])
-    t.file(f"{port_dir}/current_link_width", str(cur[1]))
-    t.link(f"/sys/bus/pci/devices/{port}", port_dir)
-    if driver:
-        t.file(f"/sys/bus/pci/drivers/{driver}/module", "")
-        t.link(f"{real}/driver", f"/sys/bus/pci/drivers/{driver}")
-    # The GPU's HDMI audio function: same vendor, class 0x0403, must not count as a GPU.
-    audio = real[:-1] + "1"
-    t.link(f"/sys/bus/pci/devices/{addr[:-1]}1", audio)
-    t.file(f"{audio}/vendor", "0x10de")
-    t.file(f"{audio}/class", "0x040300")
-
-
-def nvme_disk(t: Tree, parts: int = 2, model: str = "Samsung SSD 990 PRO 2TB") -> None:
-    disk = "/sys/devices/pci0000:00/0000:00:02.4/0000:02:00.0/nvme/nvme0/nvme0n1"
-    t.file(f"{disk}/queue/rotational", "0")
-    t.file(f"{disk}/queue/scheduler", "[none] mq-deadline")
-    t.file(f"{disk}/queue/read_ahead_kb", "128")
-    t.file(f"{disk}/size", str(3907029168))
-    t.file(f"{disk}/removable", "0")
-    t.file(f"{disk}/device/model", model)
-    t.link("/sys/block/nvme0n1", disk)
-    t.link("/sys/class/block/nvme0n1", disk)
-    t.link("/sys/dev/block/259:0", disk)
-    for i in range(1, parts + 1):
-        t.file(f"{disk}/nvme0n1p{i}/partition", str(i))
-        t.file(f"{disk}/nvme0n1p{i}/size", str(3907029168 // parts))
-        t.link(f"/sys/class/block/nvme0n1p{i}", f"{disk}/nvme0n1p{i}")
-        t.link(f"/sys/dev/block/259:{i}", f"{disk}/nvme0n1p{i}")
-
-
-def sata_hdd_lvm(t: Tree) -> None:
-    disk = "/sys/devices/pci0000:00/0000:00:17.0/ata3/host2/target2:0:0/2:0:0:0/block/sda"
-    t.file(f"{disk}/queue/rotational", "1")
-    t.file(f"{disk}/queue/scheduler", "none [mq-deadline]")
-    t.file(f"{disk}/queue/read_ahead_kb", "128")
-    t.file(f"{disk}/size", str(15628053168))
-    t.file(f"{disk}/removable", "0")
-    t.file(f"{disk}/device/model", "ST8000DM004-2U91")
-    t.file(f"{disk}/device/vendor", "ATA")
-    t.link("/sys/block/sda", disk)
-    for i in (1, 2):
-        t.file(f"{disk}/sda{i}/partition", str(i))
-        t.link(f"/sys/class/block/sda{i}", f"{disk}/sda{i}")
-        t.link(f"/sys/dev/block/8:{i}", f"{disk}/sda{i}")
-    t.link("/sys/dev/block/8:0", disk)
-    dm = "/sys/devices/virtual/block/dm-0"
-    t.file(f"{dm}/dm/name", "vg0-datasets")
-    t.file(f"{dm}/dm/uuid", "LVM-Wm9vQ2y3Xk1bYt0bZ7u8Zr0nQm1c2d3e4f5g6h7i8j9k0l1m2n3o4p5q6r7s8t9")
-    t.file(f"{dm}/queue/rotational", "1")
-    t.file(f"{dm}/queue/read_ahead_kb", "128")
-    t.link(f"{dm}/slaves/sda2", f"{disk}/sda2")
-    t.link("/sys/block/dm-0", dm)
-    t.link("/sys/dev/block/254:0", dm)
-
-
-def mountinfo(t: Tree, lines: list[str]) -> None:
-    t.file("/proc/self/mountinfo", "\n".join(
-        f"{20 + i} 1 {line}" for i, line in enumerate(lines)))
-
-
-def python_env(t: Tree, *, py: str, glibc: str, torch: str | None, cuda: str | None,
-               pins: dict[str, str] | None = None, installed: dict[str, str] | None = None) -> None:
-    site = f"/home/user/venv/lib/python{py.rsplit('.', 1)[0]}/site-packages"
-    t.json("/pitstop-recorded/python.json", {
-        "_origin": "hand-made: the interpreter that would run training on this machine",
-        "version": py, "implementation": "cpython", "executable": "/home/user/venv/bin/python",
-        "glibc": glibc, "sys_path": [site], "cwd": "/home/user", "os_cpu_count": None})
-    t.file(f"{site}/numpy-2.2.6.dist-info/METADATA", "Metadata-Version: 2.1\nName: numpy\n"
-           "Version: 2.2.6\n")
-    if torch is None:
-        return
-    reqs = "".join(f'Requires-Dist: {k}=={v}; platform_system == "Linux" and '
-                   'platform_machine == "x86_64"\n' for k, v in (pins or {}).items())
-    t.file(f"{site}/torch-{torch}.dist-info/METADATA",
-           f"Metadata-Version: 2.1\nName: torch\nVersion: {torch}\nRequires-Dist: filelock\n"
-           f"{reqs}\nlong description starts here\nRequires-Dist: not-a-header==1\n")
-    t.file(f"{site}/torch/version.py",
-           "from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', "
-           "'git_version', 'hip']\n"
-           f"__version__ = '{torch}'\ndebug = False\n"
-           f"cuda: Optional[str] = {repr(cuda) if cuda else 'None'}\n"
-           "git_version = '0000000000000000000000000000000000000000'\n"
-           "hip: Optional[str] = None\nxpu: Optional[str] = None\n")
-    t.file(f"{site}/torch/lib/libtorch_cuda.so" if cuda else f"{site}/torch/lib/libtorch_cpu.so", "")
-    for name, version in (installed if installed is not None else (pins or {})).items():
-        t.file(f"{site}/{name.replace('-', '_')}-{version}.dist-info/METADATA",
-               f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-
-
-# Pins of the torch 2.6.0+cu124 and 2.7.0+cu128 Linux wheels (their METADATA on PyPI /
-# download.pytorch.org), trimmed to the libraries the doctor reads.
-PINS_26_CU124 = {"nvidia-cuda-runtime-cu12": "12.4.127", "nvidia-cudnn-cu12": "9.1.0.70",
-                 "nvidia-cublas-cu12": "12.4.5.8", "nvidia-nccl-cu12": "2.21.5"}
-PINS_27_CU128 = {"nvidia-cuda-runtime-cu12": "12.8.57", "nvidia-cudnn-cu12": "9.7.1.26",
-                 "nvidia-cublas-cu12": "12.8.3.14", "nvidia-nccl-cu12": "2.26.2"}
+__all__ = ["MACHINES", "Tree", "build", "mountinfo", "nvme_disk"]
 
 DEBIAN13_ROOT = ["259:2 / / rw,relatime - ext4 /dev/nvme0n1p2 rw,errors=remount-ro",
                  "0:22 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw",
                  "0:23 / /sys rw,nosuid,nodev,noexec,relatime - sysfs sysfs rw",
                  "0:24 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw,inode64"]
+NVIDIA_LOADED = ["nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia"]
+# The kernels of the Debian workstation: Debian 13's 6.12 (modules compressed with xz,
+# as its kernel packages ship them) and Debian 12's 6.1 (uncompressed .ko).
+DEBIAN13_KERNELS = ("6.12.33+deb13-amd64", "6.12.38+deb13-amd64")
+DEBIAN12_KERNELS = ("6.1.0-35-amd64", "6.1.0-37-amd64")
+
+
+def debian_driver_on_disk(t: Tree, *, debian: str, driver: str, built_for: tuple[str, ...],
+                          kernels: tuple[str, ...], headers: tuple[str, ...]) -> None:
+    """Debian's nvidia-kernel-dkms as installed: DKMS module ``nvidia-current`` built for
+    ``built_for`` and installed as ``updates/dkms/nvidia-current.ko(.xz)`` there; every
+    kernel of ``kernels`` has a module tree, with headers for those in ``headers``; the
+    DKMS signing key Debian's dkms creates."""
+    xz = debian == "13"
+    for k in kernels:
+        kernel_tree(t, k, headers=k in headers, compressed=xz,
+                    nvidia=f"updates/dkms/nvidia-current.ko{'.xz' if xz else ''}"
+                    if k in built_for else None)
+    dkms_module(t, "nvidia-current", driver, list(built_for), compressed=xz)
+    t.bytes("/var/lib/dkms/mok.pub", DKMS_KEY_DER)
+    t.file("/var/lib/dkms/mok.key", "(private key not recorded)")
+    t.file("/etc/modprobe.d/nvidia.conf", "alias nvidia nvidia-current\n")
 
 
 def workstation(t: Tree, *, debian: str = "13", driver: str | None = "550.163.01",
                 cuda_driver: str = "12.4", modules_loaded: list[str] | None = None,
                 gpu_driver: str | None = "nvidia", nvml_doc: dict | None = None,
-                torch: str | None = "2.6.0+cu124", torch_cuda: str | None = "12.4",
-                pins: dict[str, str] | None = None, environ: dict[str, str] | None = None,
+                wheel: TorchWheel | None = TORCH_251,
+                installed: dict[str, str | None] | None = None,
+                environ: dict[str, str] | None = None,
                 governor: str = "performance", epp: str = "performance",
                 link_cur: tuple[str, int] = ("2.5 GT/s PCIe", 16),
-                port_max: tuple[str, int] = ("16.0 GT/s PCIe", 16)) -> None:
-    """A Ryzen 9 7950X desktop with one RTX 4090, data on NVMe (Debian 12 or 13)."""
+                port_max: tuple[str, int] = ("16.0 GT/s PCIe", 16),
+                running_kernel: str | None = None, on_disk: bool = True) -> None:
+    """A Ryzen 9 7950X desktop with one RTX 4090, data on NVMe (Debian 12 or 13), its
+    driver installed the Debian way (DKMS) for the running kernel and the one before."""
     if debian == "13":
         os_release(t, "Debian GNU/Linux 13 (trixie)", "debian", "13", "trixie")
-        t.file("/proc/sys/kernel/osrelease", "6.12.38+deb13-amd64")
+        kernels = DEBIAN13_KERNELS
         py, glibc = "3.13.5", "2.41"
     else:
         os_release(t, "Debian GNU/Linux 12 (bookworm)", "debian", "12", "bookworm")
-        t.file("/proc/sys/kernel/osrelease", "6.1.0-37-amd64")
+        kernels = DEBIAN12_KERNELS
         py, glibc = "3.11.2", "2.36"
+    running = running_kernel or kernels[-1]
+    t.file("/proc/sys/kernel/osrelease", running)
     t.file("/sys/class/dmi/id/sys_vendor", "ASUS")
     t.file("/sys/class/dmi/id/product_name", "System Product Name")
     cpus(t, 16, governor=governor, epp=epp, driver="amd-pstate-epp",
          boost=("cpufreq/boost", 1), model="AMD Ryzen 9 7950X 16-Core Processor")
     process(t, allowed="0-15", environ=environ)
     memory(t, 64, 58.2, swap_gib=8, swappiness=10)
-    mods = modules_loaded if modules_loaded is not None else [
-        "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia"]
+    mods = modules_loaded if modules_loaded is not None else NVIDIA_LOADED
     modules(t, mods, driver if "nvidia" in mods else None)
-    if "nvidia" in mods:
+    if driver and on_disk:
+        # nvidia-kernel-support ships this file; it blacklists nouveau.
         t.file("/etc/modprobe.d/nvidia-blacklists-nouveau.conf", "blacklist nouveau")
+        debian_driver_on_disk(t, debian=debian, driver=driver, built_for=kernels,
+                              kernels=kernels, headers=kernels)
+    else:
+        for k in kernels:
+            kernel_tree(t, k, headers=False, compressed=debian == "13")
+    efi(t, secure_boot=False, enrolled=[OTHER_CERT_DER])
     pci_gpu(t, "0000:01:00.0", "0000:00:01.1", driver=gpu_driver, cur=link_cur,
             port_max=port_max)
     nvme_disk(t)
@@ -337,28 +119,40 @@ def workstation(t: Tree, *, debian: str = "13", driver: str | None = "550.163.01
     t.file("/data/imagenet/.keep", "")
     t.json("/pitstop-recorded/statvfs.json", {"/": {"total_bytes": 1967317549056,
                                                     "free_bytes": 1211180777472}})
-    python_env(t, py=py, glibc=glibc, torch=torch, cuda=torch_cuda,
-               pins=PINS_26_CU124 if pins is None else pins)
+    python_env(t, py=py, glibc=glibc, wheel=wheel, installed=installed,
+               extra_dists={"nvidia-ml-py": "12.575.51"})
     if nvml_doc is None and driver:
-        nvml_doc = nvml(driver, cuda_driver, [gpu(RTX4090, 0, ":01:00.0")],
-                        "RTX 4090 board values (see make_machines.py), idle state")
+        # A desktop: Xorg and the compositor hold graphics contexts on the display GPU.
+        desktop = [{"pid": 1412, "used_memory_bytes": 283115520, "type": "graphics",
+                    "name": "/usr/lib/xorg/Xorg"},
+                   {"pid": 1933, "used_memory_bytes": 91226112, "type": "graphics",
+                    "name": "/usr/bin/gnome-shell"}]
+        nvml_doc = nvml(driver, cuda_driver, [gpu(RTX4090, 0, ":01:00.0", processes=desktop)],
+                        "RTX 4090 board values (see machine_parts.py), idle; the desktop's "
+                        "Xorg and gnome-shell on it")
     if nvml_doc is not None:
         t.json("/pitstop-recorded/nvml.json", nvml_doc)
 
 
 def origin(t: Tree, text: str) -> None:
-    t.file("/ORIGIN.txt", text.strip() + "\n\nGenerated by tests/doctor/machines/make_machines.py; "
+    notes = "".join(f"\n\n{n}" for n in t.notes)
+    t.file("/ORIGIN.txt", text.strip() + notes + "\n\nGenerated by tests/doctor/machines/make_machines.py; "
            "sysfs/procfs files hand-made from the kernel's documented formats "
-           "(Documentation/ABI/testing/sysfs-*, proc(5)).")
+           "(Documentation/ABI/testing/sysfs-*, proc(5)); torch's METADATA from real wheels "
+           "(tests/doctor/machines/torch_wheels.py names the wheels and how they were read).")
 
 
 # --- the machines -------------------------------------------------------------------
 def m_healthy(t: Tree) -> None:
     workstation(t)
-    origin(t, "rtx4090-workstation: a healthy Debian 13 desktop, Ryzen 9 7950X, one RTX 4090 "
-              "on driver 550.163.01 (Debian trixie's package), torch 2.6.0+cu124, governor "
-              "performance, data on a Samsung 990 PRO NVMe. The GPU is idle: its link sits at "
-              "Gen1 (as real idle GPUs do), which must not be reported.")
+    origin(t, "rtx4090-workstation (healthy control): a Debian 13 desktop, Ryzen 9 7950X, one "
+              "RTX 4090 on driver 550.163.01 (Debian trixie's nvidia-kernel-dkms: DKMS module "
+              "nvidia-current built for the running kernel 6.12.38+deb13-amd64 and the one "
+              "before, headers installed; UEFI with Secure Boot off), torch 2.5.1 (CUDA 12.4), "
+              "governor performance, data on a Samsung "
+              "990 PRO NVMe. The GPU is idle: its link sits at Gen1 (as real idle GPUs do), "
+              "and the desktop's Xorg and gnome-shell hold graphics contexts on it; neither "
+              "must be reported.")
 
 
 def m_nouveau(t: Tree) -> None:
@@ -369,21 +163,21 @@ def m_nouveau(t: Tree) -> None:
                           "available": False,
                           "reason": "libnvidia-ml.so.1 not found (no NVIDIA driver installed)"})
     origin(t, "nouveau: a fresh Debian 12 install on the same desktop: nouveau drives the RTX "
-              "4090, no nvidia module, no NVML; torch 2.6.0+cu124 already installed.")
+              "4090, no NVIDIA driver anywhere (no module for any kernel, no DKMS tree), no "
+              "NVML; torch 2.5.1 with its CUDA library wheels already installed.")
 
 
 def m_cpu_wheel(t: Tree) -> None:
-    workstation(t, debian="12", driver="535.247.01", cuda_driver="12.2", torch="2.7.0+cpu",
-                torch_cuda=None, pins={})
-    origin(t, "cpu-wheel: Debian 12 with the distribution's driver 535.247.01 working, but "
-              "torch 2.7.0+cpu installed from the CPU index.")
+    workstation(t, debian="12", driver="535.247.01", cuda_driver="12.2", wheel=TORCH_270_CPU)
+    origin(t, "cpu-wheel: Debian 12 with the distribution's driver 535.247.01 working (DKMS "
+              "module nvidia-current for the running 6.1.0-37-amd64), but torch 2.7.0+cpu "
+              "installed from the CPU index (no nvidia-* wheels).")
 
 
 def m_driver535(t: Tree) -> None:
-    workstation(t, debian="12", driver="535.247.01", cuda_driver="12.2", torch="2.7.0+cu128",
-                torch_cuda="12.8", pins=PINS_27_CU128)
+    workstation(t, debian="12", driver="535.247.01", cuda_driver="12.2", wheel=TORCH_280)
     origin(t, "driver535-cu128: Debian 12's driver 535.247.01 (supports CUDA 12.2) with "
-              "torch 2.7.0+cu128, whose toolkit ships with driver 570.26.")
+              "torch 2.8.0 built for CUDA 12.8, whose toolkit ships with driver 570.26.")
 
 
 def m_powersave(t: Tree) -> None:
@@ -401,7 +195,7 @@ def m_powersave(t: Tree) -> None:
     t.file("/data/imagenet/.keep", "")
     t.json("/pitstop-recorded/statvfs.json", {"/": {"total_bytes": 502468108288,
                                                     "free_bytes": 201234567168}})
-    python_env(t, py="3.12.3", glibc="2.39", torch="2.7.0+cpu", cuda=None, pins={})
+    python_env(t, py="3.12.3", glibc="2.39", wheel=TORCH_270_CPU)
     origin(t, "powersave: an Ubuntu 24.04 laptop (i7-1165G7, intel_pstate) with governor "
               "powersave, energy_performance_preference balance_power and turbo disabled "
               "(intel_pstate/no_turbo=1); no NVIDIA GPU, so no NVML recording.")
@@ -447,17 +241,26 @@ def m_docker(t: Tree) -> None:
     t.file("/workspace/data/.keep", "")
     t.json("/pitstop-recorded/statvfs.json", {"/workspace/data": {
         "total_bytes": 3840755982336, "free_bytes": 2840755982336}})
-    python_env(t, py="3.10.12", glibc="2.35", torch="2.7.0+cu128", cuda="12.8",
-               pins=PINS_27_CU128)
+    python_env(t, py="3.10.12", glibc="2.35", wheel=TORCH_280)
     t.json("/pitstop-recorded/nvml.json", nvml(
         "570.172.08", "12.8", [gpu(A100, 0, ":41:00.0", temperature_c=34, power_draw_w=52.3,
                                    clock_sm_mhz=1410, pcie_link_gen=4, clocks_event_reasons=1)],
-        "A100-SXM4-40GB board values from public nvidia-smi -q outputs (see make_machines.py)"))
+        "A100-SXM4-40GB board values from public nvidia-smi -q outputs (see machine_parts.py)"))
+    # torch's default intra-op pool is one thread per physical core it sees (16 here),
+    # whatever the cgroup quota says.
+    t.json("/pitstop-recorded/torch_runtime.json", {
+        "_origin": "the result `pitstop doctor --torch` records (pitstop's torch runtime "
+                   "script), values hand-set for this container",
+        "import_s": 1.42, "version": "2.8.0+cu128", "cuda": "12.8", "num_threads": 16,
+        "num_interop_threads": 16, "cuda_available": True, "device_count": 1,
+        "cudnn_available": True, "cudnn_version": 91002, "nccl_version": "2.27.3",
+        "cudnn_conv_ok": True})
     origin(t, "docker-shm64: a Docker container (Ubuntu 22.04 image) started with `--gpus all` "
               "but without --shm-size, so /dev/shm is Docker's default 64 MB (size=65536k), and "
               "with --cpus=4 (cgroup v2 cpu.max 400000 100000) and --memory=32g on a "
-              "32-CPU, 256 GiB host; one A100, "
-              "data bind-mounted from the host's NVMe at /workspace/data.")
+              "32-CPU, 256 GiB host; one A100, data bind-mounted from the host's NVMe at "
+              "/workspace/data. Recorded --torch result: "
+              "torch starts 16 intra-op threads (one per physical core) under the 4-CPU quota.")
 
 
 def m_pcie_x4(t: Tree) -> None:
@@ -493,6 +296,217 @@ def m_thermal(t: Tree) -> None:
               "slowdown clock event (0x20); persistence mode is off.")
 
 
+def m_kernel_upgrade(t: Tree) -> None:
+    old, new = DEBIAN12_KERNELS
+    workstation(t, debian="12", driver=None, modules_loaded=[], gpu_driver=None,
+                running_kernel=new,
+                nvml_doc={"_origin": "what NVML answers with the user-space driver installed "
+                          "but no kernel module (NVML_ERROR_DRIVER_NOT_LOADED, "
+                          "pitstop.telemetry.nvml's message)",
+                          "available": False, "reason": "the NVIDIA kernel driver is not loaded"})
+    # The driver as it was before the upgrade: DKMS built it for the old kernel only; the
+    # new kernel's headers never came (linux-headers-amd64 was not installed).
+    t.file("/etc/modprobe.d/nvidia-blacklists-nouveau.conf", "blacklist nouveau")
+    debian_driver_on_disk(t, debian="12", driver="535.247.01", built_for=(old,),
+                          kernels=(old, new), headers=(old,))
+    t.json("/pitstop-recorded/torch_runtime.json", {
+        "_origin": "the result `pitstop doctor --torch` records; CUDA's message when no "
+                   "NVIDIA kernel driver is loaded (torch/cuda/__init__.py _lazy_init)",
+        "import_s": 1.61, "version": "2.5.1", "cuda": "12.4", "num_threads": 16,
+        "num_interop_threads": 16, "cuda_available": False, "device_count": 0,
+        "cuda_error": "RuntimeError: Found no NVIDIA driver on your system. Please check that "
+                      "you have an NVIDIA GPU and installed a driver from "
+                      "http://www.nvidia.com/Download/index.aspx",
+        "cudnn_available": True, "cudnn_version": 90100})
+    origin(t, f"kernel-upgrade-dkms: the Debian 12 desktop after `apt upgrade` brought kernel "
+              f"{new} without its headers: DKMS (nvidia-current 535.247.01, nvidia-kernel-dkms) "
+              f"built the module for {old} only (/lib/modules/{old}/updates/dkms/"
+              f"nvidia-current.ko; /var/lib/dkms/nvidia-current/535.247.01/{old}); "
+              f"/lib/modules/{new}/build dangles (no /usr/src/linux-headers-{new}). After the "
+              "reboot nvidia is not loaded, nouveau is blacklisted, the GPU has no driver, NVML "
+              "says the kernel driver is not loaded, and the recorded --torch result is "
+              "CUDA's 'Found no NVIDIA driver'.")
+
+
+def m_secure_boot(t: Tree) -> None:
+    workstation(t, driver=None, modules_loaded=[], gpu_driver=None, on_disk=False,
+                nvml_doc={"_origin": "NVML without a loaded kernel module",
+                          "available": False, "reason": "the NVIDIA kernel driver is not loaded"})
+    t.file("/etc/modprobe.d/nvidia-blacklists-nouveau.conf", "blacklist nouveau")
+    debian_driver_on_disk(t, debian="13", driver="550.163.01", built_for=DEBIAN13_KERNELS,
+                          kernels=DEBIAN13_KERNELS, headers=DEBIAN13_KERNELS)
+    # Secure Boot on; MokListRT holds only the distribution's certificate, not DKMS's key.
+    efi(t, secure_boot=True, enrolled=[OTHER_CERT_DER], lockdown="integrity")
+    origin(t, "secure-boot-mok: the Debian 13 desktop with Secure Boot turned on in the "
+              "firmware: DKMS built and signed nvidia-current 550.163.01 for the running "
+              "kernel, but its key (/var/lib/dkms/mok.pub) was never enrolled as a Machine "
+              "Owner Key, so the kernel (lockdown=integrity, sig_enforce=Y) refuses the "
+              "module and nvidia is not loaded. efivarfs files: 4 attribute bytes, then the "
+              "value (SecureBoot = 1; MokListRT = EFI_SIGNATURE_LISTs with stand-in DER bytes).")
+
+
+def m_k8s_pod(t: Tree) -> None:
+    os_release(t, "Ubuntu 22.04.5 LTS", "ubuntu", "22.04", "jammy")
+    t.file("/proc/sys/kernel/osrelease", "5.15.0-139-generic")
+    t.file("/var/run/secrets/kubernetes.io/serviceaccount/token", "(token not recorded)")
+    cpus(t, 128, governor="performance", epp=None, driver="acpi-cpufreq",
+         boost=("cpufreq/boost", 1), model="AMD EPYC 7763 64-Core Processor", cores=64,
+         numa={0: "0-31,64-95", 1: "32-63,96-127"})
+    uuid = "GPU-5a8d4c1e-7b36-2f90-8e41-0c9d3b6f2a17"
+    env = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443",
+           "NVIDIA_VISIBLE_DEVICES": uuid, "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+           "OMP_NUM_THREADS": "8"}
+    # cgroup v2 with a private cgroup namespace: the pod's limits sit at the root.
+    process(t, allowed="0-127", cgroup="0::/", cpu_max="800000 100000", pid1_cgroup="0::/",
+            environ=env, memlock="8388608")
+    t.file("/sys/fs/cgroup/memory.max", str(64 << 30))
+    t.file("/sys/fs/cgroup/memory.current", str(11 << 30))
+    memory(t, 1007, 930.0)
+    # /proc/modules is the host's; the runtime gave the pod the device node of its GPU
+    # only (it keeps the host's minor number: the second GPU is /dev/nvidia1).
+    modules(t, ["nvidia_uvm", "nvidia_peermem", "nvidia_modeset", "nvidia"], "550.90.07",
+            dev_nodes=("nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"))
+    for addr, port, node in (("0000:07:00.0", "0000:00:01.1", 0),
+                             ("0000:0f:00.0", "0000:00:03.1", 0),
+                             ("0000:87:00.0", "0000:80:01.1", 1),
+                             ("0000:90:00.0", "0000:80:03.1", 1)):
+        pci_gpu(t, addr, port, device="0x20b0", driver="nvidia", numa=node,
+                cur=("16.0 GT/s PCIe", 16), audio=False)
+    for ib in ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"):
+        t.file(f"/sys/class/infiniband/{ib}/node_type", "1: CA")
+    nvme_disk(t, parts=1, model="SAMSUNG MZWLR3T8HBLS-00007", sectors=7501476528)
+    mountinfo(t, [
+        "0:412 / / rw,relatime - overlay overlay rw,lowerdir=/var/lib/containerd/a/fs,"
+        "upperdir=/var/lib/containerd/b/fs,workdir=/var/lib/containerd/b/work",
+        "0:413 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw",
+        "0:415 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=16777216k,inode64",
+        "259:1 /mnt/local-ssd/pv-0042 /data rw,relatime - ext4 /dev/nvme0n1p1 rw",
+    ])
+    t.file("/data/imagenet/.keep", "")
+    t.json("/pitstop-recorded/statvfs.json", {"/data": {"total_bytes": 3840755982336,
+                                                        "free_bytes": 2240755982336}})
+    python_env(t, py="3.10.12", glibc="2.35", wheel=TORCH_251)
+    t.json("/pitstop-recorded/nvml.json", nvml(
+        "550.90.07", "12.4", [gpu(A100, 0, ":0F:00.0", uuid=uuid, temperature_c=31,
+                                  power_draw_w=58.1, pcie_link_gen=4, clocks_event_reasons=1)],
+        "NVML inside the pod: only the GPU the device plugin gave it (A100-SXM4-40GB board "
+        "values, see machine_parts.py), idle"))
+    t.json("/pitstop-recorded/torch_runtime.json", {
+        "_origin": "the result `pitstop doctor --torch` records, values hand-set for this pod",
+        "import_s": 1.38, "version": "2.5.1", "cuda": "12.4", "num_threads": 8,
+        "num_interop_threads": 64, "cuda_available": True, "device_count": 1,
+        "cudnn_available": True, "cudnn_version": 90100, "nccl_version": "2.21.5",
+        "cudnn_conv_ok": True})
+    origin(t, "k8s-pod-1of4 (healthy control): a Kubernetes pod (containerd, NVIDIA device "
+              "plugin, envvar strategy) on an HGX node with four A100-SXM4-40GB, two per "
+              "socket of a 2 x EPYC 7763 (128 CPUs), that requested nvidia.com/gpu: 1 and got "
+              "the second one: NVIDIA_VISIBLE_DEVICES is its UUID, /dev/nvidia1 its only GPU "
+              "node, NVML lists one GPU, while sysfs shows all four on the PCI bus (sysfs is "
+              "not namespaced). Limits cpu: 8 (cgroup v2 cpu.max 800000 100000) with "
+              "OMP_NUM_THREADS=8 in the pod spec, memory: 64Gi; /dev/shm is a 16Gi "
+              "memory-backed emptyDir; data on a local NVMe PersistentVolume; the host's "
+              "InfiniBand HCAs show in sysfs but are not passed in (no /dev/infiniband). "
+              "Driver 550.90.07. Nothing is wrong.")
+
+
+def m_cloud_ebs(t: Tree) -> None:
+    os_release(t, "Ubuntu 22.04.5 LTS", "ubuntu", "22.04", "jammy")
+    t.file("/proc/sys/kernel/osrelease", "6.8.0-1029-aws")
+    t.file("/sys/class/dmi/id/sys_vendor", "Amazon EC2")
+    t.file("/sys/class/dmi/id/product_name", "g5.2xlarge")
+    cpus(t, 8, governor=None, epp=None, driver="", boost=None,
+         model="AMD EPYC 7R32", hypervisor=True, cores=4)
+    process(t, allowed="0-7", memlock="8388608")
+    memory(t, 31, 28.5, swappiness=60)
+    modules(t, NVIDIA_LOADED, "550.127.05")
+    kernel_tree(t, "6.8.0-1029-aws", headers=True,
+                nvidia="kernel/nvidia-550srv/nvidia.ko", compressed=False)
+    # Nitro passes the GPU through on the root bus, with no bridge above it.
+    pci_gpu(t, "0000:00:1e.0", None, device="0x2237", driver="nvidia",
+            cur=("16.0 GT/s PCIe", 16), audio=False)
+    # EBS volumes are NVMe namespaces whose model names the service; the instance store
+    # is local NVMe.
+    nvme_disk(t, parts=1, model="Amazon Elastic Block Store", index=0,
+              pci="0000:00:04.0", sectors=419430400)
+    nvme_disk(t, parts=0, model="Amazon Elastic Block Store", index=1,
+              pci="0000:00:1f.0", sectors=4294967296)
+    nvme_disk(t, parts=0, model="Amazon EC2 NVMe Instance Storage", index=2,
+              pci="0000:00:1d.0", sectors=878906250)
+    mountinfo(t, ["259:1 / / rw,relatime - ext4 /dev/nvme0n1p1 rw,discard,errors=remount-ro",
+                  "0:22 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw",
+                  "0:24 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw,inode64",
+                  "259:8 / /data rw,noatime - xfs /dev/nvme1n1 rw,attr2,inode64"])
+    t.file("/data/imagenet/.keep", "")
+    t.json("/pitstop-recorded/statvfs.json", {
+        "/": {"total_bytes": 208111882240, "free_bytes": 151111882240},
+        "/data": {"total_bytes": 2198754115584, "free_bytes": 1098754115584}})
+    python_env(t, py="3.10.12", glibc="2.35", wheel=TORCH_251)
+    t.json("/pitstop-recorded/nvml.json", nvml(
+        "550.127.05", "12.4", [gpu(A10G, 0, ":00:1E.0", temperature_c=27, power_draw_w=25.9,
+                                   pcie_link_gen=1)],
+        "A10G board values (see machine_parts.py), idle"))
+    origin(t, "cloud-vm-ebs: an AWS g5.2xlarge (Nitro, 8 vCPU AMD EPYC 7R32, 32 GiB, one A10G "
+              "passed through at 0000:00:1e.0 with no bridge above it) running Ubuntu 22.04 "
+              "with the 6.8 AWS kernel and Canonical's prebuilt nvidia 550-server module; no "
+              "cpufreq in the guest. The dataset is on a 2 TiB EBS gp3 volume (nvme1n1: "
+              "NVMe model 'Amazon Elastic Block Store', as AWS documents for Nitro; "
+              "rotational=0, read_ahead_kb=128) mounted at /data; the instance store "
+              "(nvme2n1, 'Amazon EC2 NVMe Instance Storage') is unused. Planted: the data "
+              "on a network volume, with the default readahead.")
+
+
+def m_slurm(t: Tree) -> None:
+    os_release(t, "Ubuntu 22.04.5 LTS", "ubuntu", "22.04", "jammy")
+    t.file("/proc/sys/kernel/osrelease", "5.15.0-139-generic")
+    t.file("/sys/class/dmi/id/sys_vendor", "NVIDIA")
+    t.file("/sys/class/dmi/id/product_name", "DGXA100 920-23687-2530-000")
+    cpus(t, 128, governor="performance", epp=None, driver="acpi-cpufreq",
+         boost=("cpufreq/boost", 1), model="AMD EPYC 7742 64-Core Processor", cores=64,
+         numa={0: "0-31,64-95", 1: "32-63,96-127"})
+    env = {"SLURM_JOB_ID": "4242", "SLURM_JOB_GPUS": "2,3", "SLURM_STEP_GPUS": "2,3",
+           "SLURM_CPUS_PER_TASK": "16", "CUDA_VISIBLE_DEVICES": "0,1",
+           "SLURM_GPUS_ON_NODE": "2"}
+    process(t, allowed="0-7,64-71", environ=env, memlock="unlimited",
+            cgroup="0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0")
+    t.file("/sys/fs/cgroup/system.slice/slurmstepd.scope/job_4242/memory.max", str(256 << 30))
+    t.file("/sys/fs/cgroup/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0/"
+           "memory.current", str(9 << 30))
+    memory(t, 1007, 980.0)
+    modules(t, [*NVIDIA_LOADED, "nvidia_peermem"], "570.172.08",
+            dev_nodes=(*(f"nvidia{i}" for i in range(8)), "nvidiactl", "nvidia-uvm"))
+    kernel_tree(t, "5.15.0-139-generic", headers=True,
+                nvidia="kernel/nvidia-570srv/nvidia.ko", compressed=False)
+    buses = ("07", "0f", "47", "4e", "87", "90", "b7", "bd")
+    for i, bus in enumerate(buses):
+        pci_gpu(t, f"0000:{bus}:00.0", f"0000:{'00' if i < 4 else '80'}:0{i % 4 + 1}.1",
+                device="0x20b0", driver="nvidia", numa=0 if i < 4 else 1,
+                cur=("16.0 GT/s PCIe", 16), audio=False)
+    for ib in range(8):
+        t.file(f"/sys/class/infiniband/mlx5_{ib}/node_type", "1: CA")
+        t.file(f"/dev/infiniband/uverbs{ib}", "")
+    nvme_disk(t, parts=1, model="SAMSUNG MZWLJ3T8HBLS-00007", sectors=7501476528)
+    mountinfo(t, ["259:1 / / rw,relatime - ext4 /dev/nvme0n1p1 rw,errors=remount-ro",
+                  "0:22 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw",
+                  "0:24 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw,inode64"])
+    t.file("/raid/datasets/imagenet/.keep", "")
+    t.json("/pitstop-recorded/statvfs.json", {"/": {"total_bytes": 3840755982336,
+                                                    "free_bytes": 2840755982336}})
+    python_env(t, py="3.10.12", glibc="2.35", wheel=TORCH_280)
+    # With ConstrainDevices the job's cgroup lets it open only its GPUs: NVML lists two.
+    t.json("/pitstop-recorded/nvml.json", nvml(
+        "570.172.08", "12.8", [gpu(A100, 0, ":47:00.0", pcie_link_gen=4),
+                               gpu(A100, 1, ":4E:00.0", pcie_link_gen=4)],
+        "NVML in a Slurm job constrained to GPUs 2 and 3 (A100-SXM4-40GB board values)"))
+    origin(t, "slurm-node-2of8 (healthy control): a DGX A100 (8 x A100-SXM4-40GB, four per "
+              "socket of 2 x EPYC 7742, 8 InfiniBand HCAs) running a Slurm job that got GPUs "
+              "2 and 3 (SLURM_JOB_GPUS=2,3; Slurm renumbers them CUDA_VISIBLE_DEVICES=0,1) "
+              "and 16 CPUs on socket 0 (cpuset: Cpus_allowed_list 0-7,64-71), under cgroup "
+              "v2 with ConstrainDevices (its eBPF device filter is not readable, so NVML "
+              "listing two GPUs is the evidence). memlock unlimited (PropagateResourceLimits); "
+              "data on the node's local NVMe at /raid/datasets. Driver 570.172.08, torch 2.8.0. "
+              "Nothing is wrong.")
+
+
 MACHINES = {
     "rtx4090-workstation": m_healthy,
     "nouveau": m_nouveau,
@@ -503,6 +517,11 @@ MACHINES = {
     "docker-shm64": m_docker,
     "pcie-gen3-x4": m_pcie_x4,
     "thermal-slowdown": m_thermal,
+    "kernel-upgrade-dkms": m_kernel_upgrade,
+    "secure-boot-mok": m_secure_boot,
+    "k8s-pod-1of4": m_k8s_pod,
+    "cloud-vm-ebs": m_cloud_ebs,
+    "slurm-node-2of8": m_slurm,
 }
 
 

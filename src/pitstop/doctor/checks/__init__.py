@@ -24,6 +24,7 @@ from pitstop.doctor.checks.base import (
 # Importing the modules registers their checks, in layer order.
 from pitstop.doctor.checks import (  # noqa: F401  isort: skip
     driver,
+    kernel_module,
     gpu,
     storage,
     cpu,

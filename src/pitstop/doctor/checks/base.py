@@ -147,6 +147,12 @@ def section(facts: Facts, name: str) -> dict[str, Any]:
     return sec
 
 
+def env_vars(facts: Facts) -> dict[str, str]:
+    """The recorded environment variables of the process looked at (``{}`` when the
+    environment probe failed: then nothing is known to be set)."""
+    return dict(((facts.get("environment") or {}).get("variables")) or {})
+
+
 def value(obj: Mapping[str, Any], key: str, what: str | None = None) -> Any:
     """``obj[key]`` unless missing or an NVML ``{"unavailable": reason}``."""
     v = obj.get(key)

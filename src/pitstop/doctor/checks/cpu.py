@@ -11,6 +11,7 @@ from pitstop.doctor.checks.base import (
     NotApplicable,
     Outcome,
     check,
+    env_vars,
     ok,
     problem,
     section,
@@ -109,6 +110,32 @@ def usable_cpus(cpu: dict[str, Any]) -> tuple[float, str]:
     return float(online), "all online CPUs"
 
 
+def _thread_setting(facts: Facts) -> tuple[int | None, str]:
+    """The intra-op thread count training will use, if the facts say: OMP_NUM_THREADS
+    (torch follows it), else torch's own count recorded with --torch."""
+    env = env_vars(facts)
+    try:
+        n = int(str(env.get("OMP_NUM_THREADS", "")).split(",")[0])
+        return n, f"OMP_NUM_THREADS={n}"
+    except ValueError:
+        pass
+    rt = (facts.get("torch") or {}).get("runtime") or {}
+    if isinstance(rt.get("num_threads"), int):
+        return rt["num_threads"], f"torch.get_num_threads()={rt['num_threads']}"
+    return None, ""
+
+
+def _scheduler(facts: Facts) -> str | None:
+    """Who handed this process its CPUs: a Slurm job or a container runtime."""
+    env = env_vars(facts)
+    if env.get("SLURM_JOB_ID"):
+        return f"Slurm job {env['SLURM_JOB_ID']}"
+    container = facts.get("container") or {}
+    if container.get("in_container"):
+        return f"the {container.get('runtime') or 'container'} runtime"
+    return None
+
+
 @check("DR043", "cpu", 45)
 def cpu_quota(facts: Facts) -> Outcome:
     cpu = section(facts, "cpu")
@@ -116,12 +143,27 @@ def cpu_quota(facts: Facts) -> Outcome:
     if not online:
         raise CannotCheck("the number of online CPUs is unknown")
     usable, why = usable_cpus(cpu)
-    ev = {"os_cpu_count": online, "usable_cpus": usable, "limited_by": why,
-          "affinity_cpus": len(cpu.get("affinity") or []),
-          "cgroup_quota_cpus": (cpu.get("cgroup") or {}).get("cpus")}
+    ev: dict[str, Any] = {"os_cpu_count": online, "usable_cpus": usable, "limited_by": why,
+                          "affinity_cpus": len(cpu.get("affinity") or []),
+                          "cgroup_quota_cpus": (cpu.get("cgroup") or {}).get("cpus")}
     if usable >= online:
         return ok(f"all {online} CPUs usable", **ev)
     n = max(1, int(usable))
+    threads, threads_text = _thread_setting(facts)
+    who = _scheduler(facts)
+    hint = (f"size DataLoader workers by these {usable:g} CPUs "
+            "(len(os.sched_getaffinity(0))), not os.cpu_count()")
+    if why == "CPU affinity" and who:
+        # A cpuset handed out by a scheduler: libgomp sizes its default pool by the affinity
+        # mask (torch 2.13 here: 1 intra-op thread under `taskset -c 0`), so code that reads
+        # os.cpu_count() itself is what oversubscribes; DR044 judges the thread counts.
+        ev["assigned_by"] = who
+        return ok(f"{who} gave this process {usable:g} of the {online} CPUs (CPU affinity, "
+                  f"which OpenMP's default thread count follows); {hint}", **ev)
+    if why.startswith("cgroup") and threads is not None and threads <= usable:
+        ev["threads"] = threads_text
+        return ok(f"{usable:g} of the {online} CPUs usable ({why}) and {threads_text} fits "
+                  f"it; {hint}", **ev)
     return warning(f"os.cpu_count() says {online} but this process may use {usable:g} CPUs "
                    f"({why}): pools sized by cpu_count oversubscribe",
                    Remedy.code(f"size pools by the usable CPUs: DataLoader(num_workers<={max(1, n - 1)}),"
@@ -131,7 +173,7 @@ def cpu_quota(facts: Facts) -> Outcome:
 @check("DR044", "cpu", 55)
 def oversubscription(facts: Facts) -> Outcome:
     cpu = section(facts, "cpu")
-    env = (facts.get("environment") or {}).get("variables") or {}
+    env = env_vars(facts)
     usable, why = usable_cpus(cpu)
     rt = (facts.get("torch") or {}).get("runtime") or {}
     ev: dict[str, Any] = {"usable_cpus": usable, "limited_by": why}
@@ -155,9 +197,17 @@ def oversubscription(facts: Facts) -> Outcome:
         return problem(f"{', '.join(too_many)} but only {usable:g} CPUs usable ({why}): threads "
                        "time-share cores and spin",
                        Remedy.shell(f"export OMP_NUM_THREADS={n} MKL_NUM_THREADS={n}"), **ev)
-    if usable < (cpu.get("online") or 0) and "OMP_NUM_THREADS" not in env and not threads:
+    # OpenMP sizes its pool by the CPU affinity, not by a cgroup quota: only a quota
+    # leaves torch's default thread count too high.
+    if usable < (cpu.get("online") or 0) and why.startswith("cgroup") and \
+            "OMP_NUM_THREADS" not in env and not threads:
         return warning(f"OMP_NUM_THREADS is unset and only {usable:g} of {cpu.get('online')} "
                        "CPUs are usable: torch may start more intra-op threads than it can run "
                        "(run with --torch to see its count)",
                        Remedy.shell(f"export OMP_NUM_THREADS={n}"), **ev)
+    if usable < (cpu.get("online") or 0) and not threads and "OMP_NUM_THREADS" not in env:
+        # Only the affinity limits (a quota warned above): OpenMP's default follows it, but
+        # what torch itself starts is known only from its import.
+        return ok(f"no thread count set above the {usable:g} usable CPUs ({why}, which OpenMP's "
+                  "default follows); torch's own count is not known: run with --torch", **ev)
     return ok("thread counts fit the usable CPUs", **ev)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pitstop.doctor import remedies
@@ -17,12 +18,19 @@ from pitstop.doctor.checks.base import (
     warning,
 )
 from pitstop.doctor.checks.gpuinfo import driver_version, nvml_ok, pci_gpus
+from pitstop.doctor.checks.kernel_module import module_cause
 from pitstop.doctor.data import (
     CUDA_MINOR_COMPAT_MIN_DRIVER,
     cuda_major_minor,
     driver_supports,
     parse_version,
     toolkit_driver,
+)
+from pitstop.doctor.requirements import (
+    Requirement,
+    evaluate_marker,
+    parse_requirement,
+    satisfies,
 )
 from pitstop.findings import Remedy
 
@@ -68,6 +76,14 @@ def gpu_without_driver(facts: Facts) -> Outcome:
                            "docker run --gpus all ...   # or --runtime=nvidia\n"
                            "# on the host: reinstall the user-space driver matching the module\n"
                            "sudo apt install --reinstall libnvidia-ml1 nvidia-smi"), **ev)
+    cause = module_cause(facts)
+    if cause is not None:
+        # The driver is installed; its module is what is wrong (DR009 has the details).
+        ev["cause"] = cause.kind
+        return problem(f"{len(gpus)} NVIDIA GPU(s) on the PCI bus but no working NVIDIA driver: "
+                       f"{cause.clause} (DR009)",
+                       Remedy.shell(cause.fix, "needs root; the module loads without a reboot "
+                                    "unless noted"), **ev)
     return problem(f"{len(gpus)} NVIDIA GPU(s) on the PCI bus but no working NVIDIA driver",
                    Remedy.shell(remedies.driver_install(facts),
                                 "needs root and a reboot; the desktop session restarts"), **ev)
@@ -82,6 +98,19 @@ def nouveau_loaded(facts: Facts) -> Outcome:
           "gpus_driven_by_nouveau": sum(1 for g in gpus if g.get("driver") == "nouveau")}
     if not mods.get("nouveau_loaded"):
         return ok("nouveau is not loaded", **ev)
+    cause = module_cause(facts)
+    if cause is not None and cause.kind == "nouveau-holds-gpu":
+        return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU "
+                       "(the NVIDIA module is installed; DR009)",
+                       Remedy.shell(cause.fix, "needs root and a reboot"), **ev)
+    if cause is not None:
+        # The driver is installed but its module cannot load (DR009): that fix first,
+        # then nouveau out of the way if nothing blacklists it yet.
+        fix = cause.fix
+        if not mods.get("nouveau_blacklisted"):
+            fix += "\n" + remedies.BLACKLIST_NOUVEAU
+        return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU "
+                       f"({cause.clause}: DR009)", Remedy.shell(fix, "needs root"), **ev)
     return problem("the open-source nouveau driver is loaded: CUDA cannot use the GPU",
                    Remedy.shell(remedies.driver_install(facts),
                                 "needs root and a reboot; the desktop session restarts"), **ev)
@@ -94,6 +123,15 @@ def _torch(facts: Facts) -> dict[str, Any]:
     return t
 
 
+def torch_install_command(facts: Facts) -> str:
+    """The pip command that installs the torch build this machine wants: the CUDA build
+    for its driver when an NVIDIA GPU is on the PCI bus, else the CPU build. Also what
+    commands that need torch print when it is missing (:mod:`pitstop.deps`)."""
+    if pci_gpus(facts):
+        return remedies.torch_cuda_install(None, driver_version(facts))[0]
+    return "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
 @check("DR003", "driver", 60)
 def torch_installed(facts: Facts) -> Outcome:
     t = section(facts, "torch")
@@ -101,9 +139,7 @@ def torch_installed(facts: Facts) -> Outcome:
     ev = {"python": py.get("executable"), "torch": t.get("version")}
     if t.get("installed"):
         return ok(f"torch {t.get('version')} installed at {t.get('location')}", **ev)
-    gpus = pci_gpus(facts) or []
-    cmd, _ = remedies.torch_cuda_install(None, driver_version(facts)) if gpus else (
-        "pip install torch --index-url https://download.pytorch.org/whl/cpu", "")
+    cmd = torch_install_command(facts)
     return warning(f"torch is not installed for {py.get('executable') or 'this Python'} "
                    "(use --python PATH if training runs in another environment)",
                    Remedy.shell(cmd, "install into the environment that runs training"), **ev)
@@ -144,6 +180,8 @@ def driver_too_old(facts: Facts) -> Outcome:
         raise CannotCheck("the NVIDIA driver version is unknown (no NVML, no "
                           "/proc/driver/nvidia/version)")
     mm = cuda_major_minor(str(cuda))
+    if not mm:
+        raise CannotCheck(f"torch's CUDA version {cuda!r} is not a version number")
     support = driver_supports(driver, mm)
     full = toolkit_driver(mm)
     floor = CUDA_MINOR_COMPAT_MIN_DRIVER.get(parse_version(mm)[0])
@@ -200,7 +238,9 @@ def cudnn(facts: Facts) -> Outcome:
                                        for k, (want, have) in mismatch.items()),
                            Remedy.shell(_cudnn_fix(pins, t)), **ev)
         found = ", ".join(f"{k} {v}" for k, v in cudnn_dists.items()) or "bundled in torch/lib"
-        return ok(f"cuDNN present ({found}); run with --torch to test it on the GPU", **ev)
+        untested = (f"not tested on the GPU: {t['runtime_missing']}" if t.get("runtime_missing")
+                    else "run with --torch to test it on the GPU")
+        return ok(f"cuDNN present ({found}); {untested}", **ev)
     if not pins:
         # A conda or source build links cuDNN from elsewhere: only an import can tell.
         raise CannotCheck("torch does not pin a cuDNN wheel (conda or source build?); "
@@ -224,6 +264,8 @@ def cuda_init(facts: Facts) -> Outcome:
     if not rt:
         if not nvml_ok(facts) and pci_gpus(facts) == []:
             raise NotApplicable("no NVIDIA GPU on the PCI bus")
+        if t.get("runtime_missing"):
+            raise CannotCheck(str(t["runtime_missing"]))
         raise CannotCheck("not imported: run `pitstop doctor --torch` to initialise CUDA in a "
                           "subprocess")
     if "error" in rt or "import_error" in rt:
@@ -238,27 +280,95 @@ def cuda_init(facts: Facts) -> Outcome:
     if pci_gpus(facts) == [] and not nvml_ok(facts):
         raise NotApplicable("no NVIDIA GPU: CUDA cannot initialise, as expected")
     ev["cuda_error"] = rt.get("cuda_error")
-    return problem(f"torch cannot initialise CUDA: {rt.get('cuda_error') or 'is_available() is False'}",
+    error = rt.get("cuda_error") or "is_available() is False"
+    cause = module_cause(facts)
+    if cause is not None:
+        ev["cause"] = cause.kind
+        return problem(f"torch cannot initialise CUDA: {error} ({cause.clause}: DR009)",
+                       Remedy.shell(cause.fix, "needs root; the module loads without a reboot "
+                                    "unless noted"), **ev)
+    return problem(f"torch cannot initialise CUDA: {error}",
                    Remedy.shell(remedies.driver_install(facts)), **ev)
+
+
+def cuda_requirements(t: dict[str, Any]) -> list[tuple[Requirement, bool | None]]:
+    """torch's ``nvidia-*`` requirements and whether each applies here (``None``: its
+    marker names something the facts do not know, e.g. the architecture)."""
+    env = t.get("marker_environment") or {}
+    lines = t.get("requires_dist")
+    if lines is None:  # a facts document from before requires_dist: its exact pins
+        return [(Requirement(k, f"=={v}", "", f"{k}=={v}"), True)
+                for k, v in sorted((t.get("pins") or {}).items())]
+    out = []
+    for line in lines:
+        req = parse_requirement(str(line))
+        if req is not None and req.name.startswith("nvidia-"):
+            out.append((req, evaluate_marker(req.marker, env)))
+    return out
+
+
+def _pip_arg(req: Requirement) -> str:
+    arg = f"{req.name}{req.specifier}"
+    return arg if re.fullmatch(r"[A-Za-z0-9._=-]+", arg) else f"'{arg}'"
 
 
 @check("DR008", "driver", 40)
 def cuda_libs_match_pins(facts: Facts) -> Outcome:
     t = _torch(facts)
-    pins = t.get("pins") or {}
+    reqs = cuda_requirements(t)
     libs = t.get("cuda_libs") or {}
-    if not pins:
-        raise NotApplicable("torch pins no nvidia-* CUDA library wheels (CPU, conda or source "
-                            "build)")
-    checked = {k: v for k, v in pins.items() if k in libs}
-    wrong = {k: {"torch_wants": v, "installed": libs[k]} for k, v in checked.items()
-             if libs[k] != v}
-    missing = sorted(k for k in pins if k not in libs)
-    ev = {"pinned": len(pins), "matching": len(checked) - len(wrong), "mismatched": wrong,
-          "missing": missing}
+    if not reqs:
+        raise NotApplicable("torch requires no nvidia-* CUDA library wheels (CPU, conda or "
+                            "source build)")
+    # A marker the facts cannot evaluate (the architecture unknown) held when pip
+    # installed it if a requirement with the same marker is installed: then its
+    # siblings apply too, and an absent one is missing.
+    held = {r.marker for r, a in reqs if a is None and r.name in libs}
+    reqs = [(r, True if a is None and r.marker in held else a) for r, a in reqs]
+    applying = [(r, a) for r, a in reqs if a is not False]
+    if not applying:
+        raise NotApplicable(f"none of torch's {len(reqs)} nvidia-* requirements applies to "
+                            "this platform (their markers exclude it)")
+    wrong: dict[str, dict[str, Any]] = {}
+    missing: list[Requirement] = []
+    undecided: list[str] = []
+    matching = 0
+    for req, applies in applying:
+        have = libs.get(req.name)
+        fits = satisfies(have, req.specifier) if have is not None else None
+        if have is None:
+            (undecided.append(req.name) if applies is None else missing.append(req))
+        elif fits is False:
+            wrong[req.name] = {"torch_wants": req.specifier, "installed": have}
+        elif fits is None:
+            undecided.append(req.name)
+        else:
+            matching += 1
+    env = t.get("marker_environment") or {}
+    ev: dict[str, Any] = {"torch": t.get("version"), "required": len(applying),
+                          "matching": matching, "mismatched": wrong,
+                          "missing": [r.name for r in missing],
+                          "not_for_this_platform": len(reqs) - len(applying),
+                          "platform_machine": env.get("platform_machine")}
+    if undecided:
+        ev["undecided"] = sorted(undecided)
     if not wrong and not missing:
-        return ok(f"all {len(pins)} nvidia-* CUDA library wheels match torch's pins", **ev)
-    fix = "pip install " + " ".join(f"{k}=={pins[k]}" for k in sorted([*wrong, *missing]))
-    return warning(f"{len(wrong)} CUDA library wheel(s) differ from torch's pins, "
-                   f"{len(missing)} missing (another package replaced them)",
-                   Remedy.shell(fix, "pins exactly what the torch wheel was tested with"), **ev)
+        extra = (f"; {len(undecided)} not decided ({', '.join(sorted(undecided))}: their "
+                 "markers need values the facts lack)") if undecided else ""
+        return ok(f"all {matching} nvidia-* CUDA library wheels torch {t.get('version')} "
+                  f"requires are installed at the versions it pins{extra}", **ev)
+    bad = [r for r, _ in applying if r.name in wrong] + missing
+    fix = "pip install " + " ".join(_pip_arg(r) for r in sorted(bad, key=lambda r: r.name))
+    parts = []
+    if wrong:
+        parts.append(f"{len(wrong)} differ from torch's pins (" + ", ".join(
+            f"{k} {v['installed']}, torch wants {v['torch_wants']}" for k, v in wrong.items())
+                     + ")")
+    if missing:
+        parts.append(f"{len(missing)} missing ({', '.join(r.name for r in missing)})")
+    return warning(f"of the {len(applying)} nvidia-* CUDA library wheels torch "
+                   f"{t.get('version')} requires, " + " and ".join(parts)
+                   + ": pip installs them with torch, so another package's pin, an old "
+                   "requirements file or --no-deps replaced or skipped them",
+                   Remedy.shell(fix, "installs exactly what the torch wheel was built and "
+                                "tested with"), **ev)

@@ -18,7 +18,8 @@ from pitstop.doctor.checks.base import (
     value,
     warning,
 )
-from pitstop.doctor.checks.gpuinfo import busy, nvml_gpus, pci_gpus, per_gpu, subject
+from pitstop.doctor.checks.gpu_access import gpus_given, in_use
+from pitstop.doctor.checks.gpuinfo import busy, pci_gpus, per_gpu, subject
 from pitstop.doctor.data import clock_event_names, pcie_bandwidth_gbps
 from pitstop.findings import Remedy
 
@@ -99,6 +100,12 @@ def pcie_slot_below_gpu(facts: Facts) -> list[Outcome]:
         if slot_gen >= gpu_gen and slot_width >= gpu_width:
             return ok(f"slot supports the GPU's full link (Gen{gpu_gen} x{gpu_width})",
                       subject(gpu), **ev)
+        if (facts.get("platform") or {}).get("virtual_machine"):
+            # A passed-through GPU trains its link with the host's physical port; the
+            # port the guest sees is emulated and its capability says nothing about it.
+            return ok(f"in a virtual machine the slot is the hypervisor's emulated port "
+                      f"(it reports Gen{slot_gen} x{slot_width}); the GPU's real link is judged "
+                      "under load by DR010", subject(gpu), **ev)
         fix = Remedy.advice("Move the GPU to a CPU-attached x16 slot that supports its "
                             "generation (see the mainboard manual: chipset slots and slots "
                             "sharing lanes with M.2 are narrower), or set the slot to Auto in "
@@ -234,14 +241,21 @@ def persistence_mode(facts: Facts) -> list[Outcome]:
         ev = {"persistence_mode": "on" if on else "off"}
         if on:
             return ok("persistence mode on", subject(gpu), **ev)
+        host = ("# a setting of the host (the node), not of this container:\n"
+                if (facts.get("container") or {}).get("in_container") else "")
         return warning("persistence mode off: every CUDA start re-initialises the GPU (seconds), "
                        "and clocks/settings reset between jobs",
-                       Remedy.shell("sudo systemctl enable --now nvidia-persistenced\n"
+                       Remedy.shell(host + "sudo systemctl enable --now nvidia-persistenced\n"
                                     "# or, until reboot: sudo nvidia-smi -pm 1\n"
                                     + remedies.system_apply("gpu-persistence")),
                        subject(gpu), **ev)
 
     return per_gpu(facts, one)
+
+
+# A graphics-only process above this much GPU memory is more than a desktop (a game, a
+# renderer): it is reported like a compute process.
+DISPLAY_MAX_BYTES = 2 << 30
 
 
 @check("DR019", "gpu", 78)
@@ -251,13 +265,26 @@ def other_processes(facts: Facts) -> list[Outcome]:
     def one(gpu: dict[str, Any]) -> Outcome:
         procs = value(gpu, "processes", "GPU processes")
         others = [p for p in procs if p.get("pid") != me]
-        listed = [f"pid {p['pid']} {p.get('name') or '(name hidden: other PID namespace)'} "
-                  f"{gib(p.get('used_memory_bytes'))}" for p in others]
+        # The desktop (Xorg, the compositor) holds a graphics context on a workstation's
+        # GPU and uses a few hundred MiB; only compute contexts compete with training.
+        display = [p for p in others if p.get("type") == "graphics"
+                   and (p.get("used_memory_bytes") or 0) < DISPLAY_MAX_BYTES]
+        others = [p for p in others if p not in display]
+
+        def text(p: dict[str, Any]) -> str:
+            return (f"pid {p['pid']} {p.get('name') or '(name hidden: other PID namespace)'} "
+                    f"{gib(p.get('used_memory_bytes'))}")
+
+        listed = [text(p) for p in others]
         ev = {"processes": listed, "memory_used": gib(gpu.get("memory_used_bytes"))
               if avail(gpu.get("memory_used_bytes")) else None,
               "utilization_gpu_pct": gpu.get("utilization_gpu_pct")}
+        if display:
+            ev["display_processes"] = [text(p) for p in display]
         if not others:
-            return ok("no other process on this GPU", subject(gpu), **ev)
+            return ok("no other compute process on this GPU" + (
+                f" ({len(display)} display process(es) with graphics contexts)" if display
+                else ""), subject(gpu), **ev)
         return warning(f"{len(others)} other process(es) use this GPU: " + "; ".join(listed[:3]),
                        Remedy.shell("nvidia-smi --query-compute-apps=pid,process_name,used_memory "
                                     "--format=csv   # then stop what should not be there, or "
@@ -314,6 +341,12 @@ def numa_affinity(facts: Facts) -> list[Outcome]:
         raise CannotCheck("the PCI bus could not be read")
     if not gpus:
         raise NotApplicable("no NVIDIA GPU on the PCI bus")
+    nvml = facts.get("nvml") or {}
+    if nvml.get("available") and nvml.get("gpus"):
+        # The GPUs this process will use: another job's GPU on the other socket is not a
+        # placement problem of this one.
+        mine = [_pci_of(facts, g) for g in in_use(facts, list(nvml["gpus"]))]
+        gpus = [g for g in gpus if g in mine] or gpus
     if len(nodes) <= 1:
         return [ok("one NUMA node: every GPU is local to every CPU", None,
                    numa_nodes=len(nodes), gpu_nodes={g["pci_address"]: g.get("numa_node")
@@ -340,6 +373,11 @@ def numa_affinity(facts: Facts) -> list[Outcome]:
     return out
 
 
+# Drivers that hold a GPU for something other than this machine's CUDA (passed through to
+# a virtual machine): nobody's NVML here sees such a GPU, by design.
+PASSTHROUGH_DRIVERS = ("vfio-pci", "pci-stub")
+
+
 @check("DR022", "gpu", 90)
 def gpus_missing_from_nvml(facts: Facts) -> Outcome:
     pci = pci_gpus(facts)
@@ -350,16 +388,66 @@ def gpus_missing_from_nvml(facts: Facts) -> Outcome:
         raise NotApplicable("no NVIDIA GPU on the PCI bus")
     if not nvml.get("available"):
         raise CannotCheck(f"NVML unavailable: {nvml.get('reason')}")
-    gpus = nvml_gpus(facts)
+    passed = [g["pci_address"] for g in pci if g.get("driver") in PASSTHROUGH_DRIVERS]
+    ours = [g for g in pci if g.get("driver") not in PASSTHROUGH_DRIVERS]
+    if not ours:
+        raise NotApplicable(f"every NVIDIA GPU on the PCI bus is bound to {pci[0]['driver']} "
+                            "(passed through to a virtual machine)")
+    gpus = list(nvml.get("gpus") or [])
     lost = [g for g in gpus if "error" in g]
     seen = len(gpus) - len(lost)
-    ev: dict[str, Any] = {"gpus_on_pci": len(pci), "gpus_in_nvml": seen}
+    given = gpus_given(facts)
+    accepted = given.nvml_counts(len(ours))
+    tight = min(accepted)
+    in_container = bool((facts.get("container") or {}).get("in_container"))
+    whose = "this container" if in_container else "this process"
+    ev: dict[str, Any] = {"gpus_on_pci": len(pci), "gpus_in_nvml": seen,
+                          "gpus_given": min(given.count, len(ours)) if given.count is not None
+                          else len(ours), "decided_by": accepted.get(seen, given.rule)}
+    if passed:
+        ev["passed_through"] = passed
+    if given.restrictions:
+        ev["restrictions"] = given.restrictions
+    listed = {str(g.get("pci_bus_id") or "").lower()[-7:] for g in gpus}
+    absent = [g["pci_address"] for g in ours if g["pci_address"][-7:] not in listed]
+    # Name the missing GPUs when NVML's bus ids account for every GPU it sees; where a rule
+    # restricts the GPUs, the absent ones include the GPUs that are not ours, so they are
+    # named only when the whole bus was expected.
+    named = f" (missing: {', '.join(absent)})" if absent and len(absent) == len(ours) - seen \
+        else ""
+    fix = Remedy.shell("sudo dmesg | grep -iE 'NVRM|Xid'   # the driver says why (on the host)\n"
+                       "nvidia-smi -q | grep -iE 'Bus Id|Pending|Xid'\n"
+                       "sudo reboot   # a GPU that fell off the bus needs a power cycle")
     if lost:
         ev["nvml_errors"] = [f"GPU {g.get('index')}: {g['error']}" for g in lost]
-    if seen >= len(pci):
-        return ok(f"all {len(pci)} GPU(s) on the PCI bus are visible to the driver", **ev)
-    return problem(f"{len(pci) - seen} of {len(pci)} GPUs on the PCI bus are not usable by the "
-                   "driver (fallen off the bus, or failed to initialise)",
-                   Remedy.shell("sudo dmesg | grep -iE 'NVRM|Xid'   # the driver says why\n"
-                                "sudo reboot   # a GPU that fell off the bus needs a power cycle"),
-                   **ev)
+        return problem(f"{len(lost)} of the {len(gpus)} GPUs the driver lists cannot be read "
+                       f"({lost[0]['error']}): fallen off the bus, or failed to initialise",
+                       fix, **ev)
+    vm = f" ({len(passed)} more bound to {PASSTHROUGH_DRIVERS[0]} for a VM)" if passed else ""
+    if seen == len(ours):
+        return ok(f"all {len(ours)} GPU(s) on the PCI bus are visible to the driver{vm}", **ev)
+    if seen in accepted:
+        rule = next(r for r in given.rules if min(r.count, len(ours)) == seen)
+        # CUDA_VISIBLE_DEVICES alone hides nothing from NVML: a scheduler's device filter
+        # that cannot be read (cgroup v2) must be doing it.
+        how = "" if rule.device_level else ", the device nodes filtered to match"
+        return ok(f"NVML sees {seen} GPU(s), the {seen} given to {whose} (decided by: "
+                  f"{accepted[seen]}{how}); the other {len(ours) - seen} on the PCI bus are "
+                  f"not its own{vm}", **ev)
+    if seen < tight:
+        ev["gpus_given"] = tight
+        where = (f"the {tight} GPUs given to {whose} ({accepted[tight]})" if tight < len(ours)
+                 else f"the {len(ours)} GPUs on the PCI bus")
+        if named and tight == len(ours):
+            ev["missing_from_nvml"] = absent
+        return problem(f"{tight - seen} of {where} are not usable by the driver (fallen off "
+                       f"the bus, or failed to initialise){named if tight == len(ours) else ''}",
+                       fix, **ev)
+    # More than any rule leaves, fewer than all: the rules do not hide GPUs from the
+    # driver here (CUDA_VISIBLE_DEVICES never does), so the rest should all be seen.
+    if named:
+        ev["missing_from_nvml"] = absent
+    return problem(f"{len(ours) - seen} of the {len(ours)} GPUs on the PCI bus are not usable "
+                   f"by the driver{named} (fallen off the bus, or failed to initialise): NVML sees "
+                   f"{seen}, more than the {tight} of {accepted[tight]}, so no rule hides GPUs "
+                   "from the driver here and all should be seen", fix, **ev)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pitstop.doctor.checks.base import CannotCheck, Facts, NotApplicable, Outcome
+from pitstop.doctor.checks.gpu_access import in_use
 
 
 def pci_gpus(facts: Facts) -> list[dict[str, Any]] | None:
@@ -60,9 +61,11 @@ def busy(gpu: dict[str, Any]) -> bool | None:
 
 
 def per_gpu(facts: Facts, fn: Callable[[dict[str, Any]], Outcome]) -> list[Outcome]:
-    """Run ``fn`` for each GPU; one GPU lacking a value gives that GPU an ``unknown``."""
+    """Run ``fn`` for each GPU this process's CUDA will use (all of them unless
+    ``CUDA_VISIBLE_DEVICES`` picks some: another job's GPU on a shared node is not this
+    run's problem); one GPU lacking a value gives that GPU an ``unknown``."""
     out = []
-    for gpu in nvml_gpus(facts):
+    for gpu in in_use(facts, nvml_gpus(facts)):
         if "error" in gpu:
             reason = f"NVML cannot read this GPU: {gpu['error']}"
             out.append(Outcome("unknown", f"could not check: {reason}",

@@ -114,7 +114,7 @@ def memory_available(facts: Facts) -> Outcome:
     cg = mem.get("cgroup") or {}
     limit, usage = cg.get("limit_bytes"), cg.get("usage_bytes")
     where = "memory"
-    if limit is not None and limit < total:
+    if limit and limit < total:  # a limit of 0 bytes is no reading, not a limit
         # In a container /proc/meminfo shows the host; the cgroup limit is what we have.
         total, avail = limit, max(0, min(avail, limit - (usage or 0)))
         where = f"memory of the cgroup v{cg.get('version')} limit"
@@ -160,6 +160,14 @@ def memlock(facts: Facts) -> Outcome:
         raise CannotCheck("the RDMA devices are unknown (kernel_modules probe failed)")
     if not ib:
         raise NotApplicable("no InfiniBand/RoCE device: NCCL will not register memory for RDMA")
+    container = facts.get("container") or {}
+    nodes = mods.get("rdma_dev_nodes")
+    if container.get("in_container") and nodes is not None and not any(
+            n.startswith("uverbs") for n in nodes):
+        # sysfs shows the host's RDMA devices; without its verbs nodes the container
+        # cannot use them, so NCCL never registers memory for them.
+        raise NotApplicable(f"the host's RDMA devices ({', '.join(ib)}) are not passed into "
+                            "this container (no /dev/infiniband/uverbs*)")
     mem = section(facts, "memory")
     ml = mem.get("memlock") or {}
     if "error" in ml:
@@ -168,7 +176,6 @@ def memlock(facts: Facts) -> Outcome:
     ev = {"rdma_devices": ib, "memlock_soft": "unlimited" if soft is None else gib(soft)}
     if soft is None or soft >= (64 << 30):
         return ok(f"locked-memory limit {ev['memlock_soft']}, enough for RDMA", **ev)
-    container = facts.get("container") or {}
     fix = ("docker run --ulimit memlock=-1:-1 ...   # containers\n" if container.get(
         "in_container") else "") + (
         "ulimit -l unlimited   # this shell; permanently in /etc/security/limits.d/rdma.conf:\n"

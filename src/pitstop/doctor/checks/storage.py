@@ -19,6 +19,7 @@ from pitstop.doctor.checks.base import (
 from pitstop.doctor.remedies import system_apply
 from pitstop.findings import Remedy
 from pitstop.hostinfo import targets
+from pitstop.hostinfo.blockdev import Medium, disk_medium
 
 NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "afs",
               "lustre", "beegfs", "gpfs", "davfs", "virtiofs"}
@@ -42,38 +43,61 @@ def _chain_text(st: dict[str, Any]) -> str:
     return " -> ".join(parts)
 
 
-def _disk_text(d: dict[str, Any]) -> str:
-    if d.get("transport") == "virtio":
-        kind = "virtual disk"  # virtio-blk reports rotational=1 whatever backs it
-    else:
-        kind = {1: "HDD", 0: "SSD"}.get(d.get("rotational"), "disk")  # type: ignore[arg-type]
-    model = f" {d['model']}" if d.get("model") else ""
-    return f"{d['name']} ({d.get('transport')} {kind}{model}, {gib(d.get('size_bytes'))})"
+def medium(facts: Facts, d: dict[str, Any]) -> Medium:
+    """What stores a data disk (:func:`pitstop.hostinfo.blockdev.disk_medium`); in a
+    virtual machine a plain SCSI disk that claims to rotate is the hypervisor's."""
+    m = disk_medium(d)
+    if m.kind == "hdd" and d.get("transport") in ("scsi", "unknown") and \
+            (facts.get("platform") or {}).get("virtual_machine"):
+        return Medium("virtual", "virtual disk", "a SCSI disk of a virtual machine: its "
+                      "rotational flag says nothing about what stores the data")
+    return m
 
 
-def _base_evidence(st: dict[str, Any]) -> dict[str, Any]:
+MEDIUM_SHORT = {"hdd": "HDD", "ssd": "SSD", "ram": "RAM disk", "unknown": "disk"}
+
+
+def _disk_text(d: dict[str, Any], facts: Facts | None = None) -> str:
+    m = medium(facts or {}, d)
+    model = d.get("model") or ""
+    if m.kind in MEDIUM_SHORT:  # "nvme0n1 (nvme SSD Samsung SSD 990 PRO 2TB, 1863.0 GiB)"
+        what = f"{d.get('transport')} {MEDIUM_SHORT[m.kind]}" + (f" {model}" if model else "")
+    else:  # "nvme1n1 (AWS EBS volume, model Amazon Elastic Block Store, 2048.0 GiB)"
+        what = m.label + (f", model {model}" if model and model not in m.label else "")
+    return f"{d['name']} ({what}, {gib(d.get('size_bytes'))})"
+
+
+def _base_evidence(st: dict[str, Any], facts: Facts) -> dict[str, Any]:
     return {"path": st.get("path"), "filesystem": st.get("fstype"),
             "mountpoint": st.get("mountpoint"), "chain": _chain_text(st),
-            "disks": [_disk_text(d) for d in st.get("disks", [])]}
+            "disks": [_disk_text(d, facts) for d in st.get("disks", [])],
+            "media": [f"{d.get('name')}: {medium(facts, d).kind} ({medium(facts, d).why})"
+                      for d in st.get("disks", [])]}
 
 
 @check("DR030", "storage", 75)
 def rotational(facts: Facts) -> Outcome:
     st = section(facts, "storage")
     disks = st.get("disks") or []
-    ev = _base_evidence(st)
+    ev = _base_evidence(st, facts)
     if not disks:
         raise CannotCheck(f"no block device behind {st.get('fstype')} at {st.get('mountpoint')} "
                           f"({_chain_text(st) or 'nothing found'})")
-    spinning = [d for d in disks if d.get("rotational") == 1 and d.get("transport") != "virtio"]
+    kinds = {d["name"]: medium(facts, d) for d in disks}
+    spinning = [d for d in disks if kinds[d["name"]].kind == "hdd"]
     if not spinning:
-        unknown = [d for d in disks if d.get("rotational") is None]
-        if unknown and len(unknown) == len(disks):
+        if all(m.kind == "unknown" for m in kinds.values()):
             raise CannotCheck("the disks do not report whether they rotate")
-        return ok("data on non-rotational storage: " + ", ".join(_disk_text(d) for d in disks),
-                  **ev)
-    return problem(f"data on a spinning disk ({', '.join(_disk_text(d) for d in spinning)}): "
-                   "about 100-200 random reads/s, far below what a DataLoader needs",
+        others = sorted({m.kind for m in kinds.values()} - {"ssd"})
+        note = ""
+        if "network-volume" in others:
+            note = " (a network volume: DR031 judges it)"
+        elif "virtual" in others:
+            note = " (a virtual disk: its speed is the provider's; measure with --io)"
+        return ok("data not on a spinning disk: " + ", ".join(_disk_text(d, facts)
+                                                            for d in disks) + note, **ev)
+    return problem(f"data on a spinning disk ({', '.join(_disk_text(d, facts) for d in spinning)}"
+                   "): about 100-200 random reads/s, far below what a DataLoader needs",
                    Remedy.shell(COPY_LOCAL.format(path=st.get("path"))), **ev)
 
 
@@ -82,18 +106,20 @@ def network_fs(facts: Facts) -> Outcome:
     st = section(facts, "storage")
     fstype = str(st.get("fstype") or "")
     source = str(st.get("source") or "")
-    ev = _base_evidence(st) | {"source": source}
+    ev = _base_evidence(st, facts) | {"source": source}
     fuse_kind = next((n for n in FUSE_NAMES if n in fstype or n in source), None)
-    net_disks = [d for d in st.get("disks") or [] if d.get("transport") == "network-block"]
+    net_disks = [d for d in st.get("disks") or [] if medium(facts, d).kind == "network-volume"]
     if fstype in NETWORK_FS or fstype.split(".")[0] in NETWORK_FS:
         kind = f"network filesystem {fstype}"
     elif fstype.startswith("fuse"):
         kind = f"FUSE filesystem {fuse_kind or fstype}"
     elif net_disks:
-        kind = "network-attached volume " + ", ".join(
-            f"{d['name']} ({d.get('model') or 'nbd/rbd'})" for d in net_disks)
-        return warning(f"data on a {kind}: IOPS and throughput are provisioned, often a few "
-                       "thousand IOPS; measure with --io",
+        kind = "network block volume: " + ", ".join(
+            f"{d['name']} ({medium(facts, d).label}"
+            + (f", model {d['model']}" if d.get("model") else "") + ")" for d in net_disks)
+        return warning(f"data on a {kind}; every read crosses the network, and IOPS and "
+                       "throughput are provisioned (often a few thousand IOPS); measure "
+                       "with --io",
                        Remedy.shell("pitstop doctor --io --data " + str(st.get("path"))
                                     + "   # measure first\n"
                                     + COPY_LOCAL.format(path=st.get("path"))
@@ -115,11 +141,11 @@ def usb_disk(facts: Facts) -> Outcome:
     if not disks:
         raise CannotCheck("no block device behind the data path")
     usb = [d for d in disks if d.get("transport") == "usb"]
-    ev = _base_evidence(st)
+    ev = _base_evidence(st, facts)
     if not usb:
         return ok("data not on a USB disk: " + ", ".join(
             f"{d['name']} via {d.get('transport')}" for d in disks), **ev)
-    return warning(f"data on a USB-attached disk ({', '.join(_disk_text(d) for d in usb)})",
+    return warning(f"data on a USB-attached disk ({', '.join(_disk_text(d, facts) for d in usb)})",
                    Remedy.shell(COPY_LOCAL.format(path=st.get("path"))), **ev)
 
 
@@ -185,22 +211,28 @@ def readahead(facts: Facts) -> Outcome:
     disks = st.get("disks") or []
     if not disks:
         raise CannotCheck("no block device behind the data path")
-    slow = [d for d in disks if (d.get("rotational") == 1 and d.get("transport") != "virtio")
-            or d.get("transport") == "network-block"]
+    slow = [d for d in disks if medium(facts, d).kind in ("hdd", "network-volume")]
     if not slow:
-        raise NotApplicable("readahead matters for spinning and network block devices; "
-                            "the data is on " + ", ".join(_disk_text(d) for d in disks))
+        raise NotApplicable("readahead matters for spinning disks and network block volumes; "
+                            "the data is on " + ", ".join(_disk_text(d, facts) for d in disks))
     # The readahead that applies is the top device's: dm/md if stacked, else the disk.
     top = next((n for n in st.get("chain", []) if n.get("read_ahead_kb") is not None), None)
     dev, ra = (top["name"], top["read_ahead_kb"]) if top else (
         disks[0]["name"], disks[0].get("read_ahead_kb"))
     if ra is None:
         raise CannotCheck(f"read_ahead_kb of {dev} is not readable")
-    ev = {"device": dev, "read_ahead_kb": ra, "wanted_kb": READAHEAD_MIN_KB}
+    kinds = {medium(facts, d).kind for d in slow}
+    labels = sorted({medium(facts, d).label for d in slow})
+    ev = {"device": dev, "read_ahead_kb": ra, "wanted_kb": READAHEAD_MIN_KB,
+          "under": ", ".join(labels)}
     if ra >= READAHEAD_MIN_KB:
-        return ok(f"readahead {ra} KiB on {dev}", **ev)
-    return warning(f"readahead of {dev} is {ra} KiB: sequential reads of large files from a "
-                   "spinning disk stop to seek every few blocks",
+        return ok(f"readahead {ra} KiB on {dev} ({', '.join(labels)})", **ev)
+    if kinds == {"network-volume"}:
+        why = (f"sequential reads of large files from the {', '.join(labels)} go out in small "
+               "requests, each a network round trip that counts against the volume's IOPS")
+    else:
+        why = "sequential reads of large files from a spinning disk stop to seek every few blocks"
+    return warning(f"readahead of {dev} is {ra} KiB: {why}",
                    Remedy.shell(f"sudo blockdev --setra {READAHEAD_MIN_KB * 2} /dev/{dev}   # "
                                 f"units of 512 B = {READAHEAD_MIN_KB} KiB\n"
                                 + system_apply("readahead"), "resets at reboot"), **ev)

@@ -8,6 +8,7 @@ from typing import Any
 
 from pitstop.doctor.data import PCIE_GEN_BY_GTS
 from pitstop.doctor.probes import ProbeContext
+from pitstop.hostinfo.cgroup import device_rules
 
 NVIDIA_VENDOR = 0x10DE
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -91,6 +92,9 @@ def probe_kernel_modules(ctx: ProbeContext) -> dict[str, Any]:
     dev_nodes = [n for n in sr.listdir("/dev") if n.startswith("nvidia")]
     # RDMA devices NCCL would use for inter-node traffic (InfiniBand / RoCE).
     infiniband = sr.listdir("/sys/class/infiniband")
+    # The verbs device nodes a process needs to use them (a container gets them only
+    # when the RDMA device plugin or --device passes them in).
+    rdma_nodes = [n for n in sr.listdir("/dev/infiniband") if n.startswith(("uverbs", "rdma_cm"))]
     return {
         "proc_modules_readable": text is not None,
         "nvidia_loaded": "nvidia" in loaded,
@@ -101,6 +105,26 @@ def probe_kernel_modules(ctx: ProbeContext) -> dict[str, Any]:
         "nouveau_blacklisted": blacklisted,
         "dev_nodes": dev_nodes,
         "infiniband_devices": infiniband,
+        "rdma_dev_nodes": rdma_nodes,
+    }
+
+
+# Where the NVIDIA device plugin's "volume-mounts" strategy lists the GPUs it gave a
+# pod (NVIDIA_VISIBLE_DEVICES then names this directory instead of the GPUs).
+CONTAINER_DEVICES_DIR = "/var/run/nvidia-container-devices"
+
+
+def probe_gpu_access(ctx: ProbeContext) -> dict[str, Any]:
+    """What this process was given of the machine's GPUs: its ``/dev/nvidiaN`` nodes,
+    its cgroup's device rules and the device plugin's list (the environment variables
+    are in the ``environment`` section)."""
+    sr = ctx.sysroot
+    return {
+        "dev_gpu_nodes": sorted((n for n in sr.listdir("/dev") if re.fullmatch(r"nvidia\d+", n)),
+                                key=lambda n: int(n[6:])),
+        "cgroup_devices": device_rules(sr),
+        "container_devices": (sr.listdir(CONTAINER_DEVICES_DIR)
+                              if sr.exists(CONTAINER_DEVICES_DIR) else None),
     }
 
 

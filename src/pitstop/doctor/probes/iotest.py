@@ -110,18 +110,47 @@ def measure(files: list[tuple[str, int]], block: int, seconds: float,
     }
 
 
-def _temp_file(directory: str) -> str:
+def _temp_file(directory: str) -> tuple[str, int | None]:
+    """A 64 MiB file of random bytes in ``directory`` that has no name there: the path to
+    read it by and the descriptor that keeps it alive (``None``: a named file that the
+    caller removes).
+
+    O_TMPFILE makes the file without a name; where the filesystem lacks it, a named temp
+    file is unlinked right after it is made. Either way nothing is left in the user's
+    folder, not even after SIGKILL: the kernel frees the file when the descriptor
+    closes. Only without /proc (no way to reopen the descriptor for O_DIRECT) does a
+    named file stay until the measurement ends.
+    """
     import tempfile
 
-    fd, path = tempfile.mkstemp(prefix=".pitstop-io-", suffix=".tmp", dir=directory)
+    fd: int | None = None
+    if hasattr(os, "O_TMPFILE"):
+        with contextlib.suppress(OSError):  # EOPNOTSUPP, EISDIR (old kernels), EINVAL
+            fd = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o600)
+    name = None
+    if fd is None:
+        fd, name = tempfile.mkstemp(prefix=".pitstop-io-", suffix=".tmp", dir=directory)
     try:
         chunk = os.urandom(1 << 20)
         for _ in range(MIN_BYTES >> 20):
             os.write(fd, chunk)
         os.fsync(fd)
-    finally:
+        reopen = f"/proc/self/fd/{fd}"
+        if name is None and not os.path.exists(reopen):
+            raise OSError("cannot reopen an O_TMPFILE file without /proc")
+    except BaseException:
         os.close(fd)
-    return path
+        if name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+        raise
+    if not os.path.exists(reopen):  # a named file, read by its name, removed by the caller
+        os.close(fd)
+        assert name is not None  # an O_TMPFILE file without /proc raised above
+        return name, None
+    if name is not None:
+        os.unlink(name)
+    return reopen, fd
 
 
 def run_io_test(data_path: str, seconds: float,
@@ -131,19 +160,21 @@ def run_io_test(data_path: str, seconds: float,
     files = _candidate_files(directory, time.monotonic() + SCAN_SECONDS)
     total = sum(s for _, s in files)
     temp = None
+    keep_alive: int | None = None
     out: dict[str, Any] = {"measured": True, "files_sampled": len(files), "bytes_sampled": total}
     try:
         if total < MIN_BYTES:
             if progress:
                 progress("writing a 64 MiB temp file (removed afterwards)")
             try:
-                temp = _temp_file(directory)
+                path, keep_alive = _temp_file(directory)
             except OSError as err:
                 if not files:
                     return {"measured": False, "error": f"no readable files under {directory} "
                             f"and cannot create a temp file there: {err}"}
             else:
-                files = [(temp, MIN_BYTES)]
+                temp = path if keep_alive is None else None
+                files = [(path, MIN_BYTES)]
                 out["temp_file"] = True
         import random
 
@@ -155,7 +186,9 @@ def run_io_test(data_path: str, seconds: float,
                 progress(f"random {block // 1024} KiB reads for {per:.1f} s")
             results.append(measure(files, block, per, rng))
         out["results"] = results
-    finally:
+    finally:  # also on Ctrl-C and SIGTERM (pitstop.signals)
+        if keep_alive is not None:
+            os.close(keep_alive)
         if temp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temp)

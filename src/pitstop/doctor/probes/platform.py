@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from pitstop.doctor.probes import ProbeContext
+from pitstop.hostinfo.kernel_text import kernel_release
 
 # /sys/class/dmi/id/sys_vendor or product_name values that mean "a virtual machine".
 VM_VENDORS = ("qemu", "kvm", "vmware", "xen", "microsoft corporation", "amazon ec2",
@@ -36,7 +37,7 @@ def probe(ctx: ProbeContext) -> dict[str, Any]:
     dmi = f"{vendor or ''} {product or ''}".lower()
     vm_by_dmi = any(v in dmi for v in VM_VENDORS)
     return {
-        "kernel": sr.read_text("/proc/sys/kernel/osrelease"),
+        "kernel": kernel_release(sr),
         "os_id": osr.get("ID"),
         "os_version_id": osr.get("VERSION_ID"),
         "os_codename": osr.get("VERSION_CODENAME"),

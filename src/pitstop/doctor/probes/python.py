@@ -4,7 +4,17 @@
 torch facts come from files: the ``torch-*.dist-info`` metadata (version and the exact
 ``nvidia-*`` CUDA library pins), ``torch/version.py`` (CUDA / HIP the wheel was built
 for) and the installed ``nvidia-cudnn-*`` / ``nvidia-nccl-*`` distributions.
-``--torch`` adds a real import in a subprocess (CUDA init, cuDNN usable, threads).
+``--torch`` adds a real import in a subprocess (CUDA init, cuDNN usable, threads); a
+fake tree (``--sysroot``) may record that import's result in
+``pitstop-recorded/torch_runtime.json``, which is then read instead.
+
+Facts of the ``torch`` section that DR006/DR008 read:
+
+* ``requires_dist``: torch's own ``Requires-Dist`` lines, as written;
+* ``marker_environment``: the PEP 508 marker values of the inspected interpreter
+  (``platform_machine`` and where it came from in ``machine_source``);
+* ``pins``: ``{name: version}`` of the exact ``nvidia-*==X`` pins whose markers hold here;
+* ``cuda_libs``: ``{name: version}`` of every installed ``nvidia-*`` distribution.
 """
 
 from __future__ import annotations
@@ -18,12 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from pitstop.doctor.probes import ProbeContext
+from pitstop.doctor.requirements import evaluate_marker, normalize, parse_requirement
+from pitstop.hostinfo.kernel_text import kernel_release
+from pitstop.signals import run_child
 
-# Distributions whose versions matter, and what they are.
-CUDA_LIB_DISTS = ("nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
-                  "nvidia-nccl-cu11", "nvidia-nccl-cu12", "nvidia-nccl-cu13",
-                  "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12",
-                  "nvidia-cuda-runtime", "nvidia-cublas-cu12", "nvidia-cublas")
+# Every installed distribution with this prefix is read: torch pins 11-15 of them
+# (cuBLAS, cuDNN, NCCL, cuFFT, cuSPARSELt, cuFile, ...), and the set changes per release.
+CUDA_LIB_PREFIX = "nvidia-"
+# What `uname -m` says for the architectures torch ships wheels for, by wheel tag suffix.
+WHEEL_ARCHES = ("x86_64", "aarch64", "ppc64le", "s390x")
 
 
 # Printed by the interpreter under inspection (this one, or --python PATH).
@@ -41,6 +54,7 @@ print(json.dumps({
     "sys_path": [p for p in sys.path if p],
     "cwd": os.getcwd(),
     "os_cpu_count": os.cpu_count(),
+    "machine": os.uname().machine,
 }))
 """
 
@@ -58,8 +72,7 @@ def describe_python(python: str | None) -> dict[str, Any]:
             exec(_DESCRIBE, scope)
         return dict(json.loads(buf.getvalue()))
     try:
-        proc = subprocess.run([python, "-c", _DESCRIBE], capture_output=True, text=True,
-                              timeout=30, stdin=subprocess.DEVNULL)
+        proc = run_child([python, "-c", _DESCRIBE], timeout=30)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise RuntimeError(f"cannot run --python {python}: {err}") from None
     if proc.returncode != 0:
@@ -92,26 +105,28 @@ def _site_dirs(ctx: ProbeContext) -> list[Path]:
     return [ctx.sysroot.path(p) for p in rec.get("sys_path", []) if p.startswith("/")]
 
 
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def find_dists(dirs: list[Path], wanted: set[str]) -> dict[str, Path]:
-    """``{normalised name: dist-info dir}`` for the wanted distributions, first hit wins
-    (the same order the import system uses)."""
+def find_dists(dirs: list[Path], wanted: set[str], prefix: str | None = None) -> dict[str, Path]:
+    """``{normalised name: dist-info dir}`` for the wanted distributions (and those whose
+    name starts with ``prefix``), first hit wins (the order the import system uses)."""
     found: dict[str, Path] = {}
     for d in dirs:
         try:
-            entries = os.listdir(d)
+            entries = sorted(os.listdir(d))
         except OSError:
             continue
         for entry in entries:
             if not entry.endswith(".dist-info"):
                 continue
-            name = _norm(entry[: -len(".dist-info")].rsplit("-", 1)[0])
-            if name in wanted and name not in found:
+            name = normalize(entry[: -len(".dist-info")].rsplit("-", 1)[0])
+            if (name in wanted or (prefix and name.startswith(prefix))) and name not in found:
                 found[name] = d / entry
     return found
+
+
+def _dir_version(dist_info: Path) -> str | None:
+    """The version in a ``name-1.2.3.dist-info`` directory name."""
+    stem = dist_info.name[: -len(".dist-info")]
+    return stem.rsplit("-", 1)[1] if "-" in stem else None
 
 
 def read_metadata(dist_info: Path) -> tuple[str | None, list[str]]:
@@ -148,20 +163,99 @@ def parse_torch_version_py(text: str) -> dict[str, str | None]:
     return out
 
 
-def _pins(requires: list[str]) -> dict[str, str]:
-    """``nvidia-cudnn-cu12==9.1.0.70; platform_system == "Linux"`` -> ``{name: version}``."""
+def _pins(requires: list[str], env: dict[str, str | None] | None = None) -> dict[str, str]:
+    """The exact ``nvidia-*==X`` pins whose markers hold (or may hold) in ``env``:
+    ``nvidia-cudnn-cu12==9.1.0.70; platform_system == "Linux"`` -> ``{name: version}``."""
     pins: dict[str, str] = {}
-    for req in requires:
-        m = re.match(r"([A-Za-z0-9_.\-]+)\s*(?:\[[^\]]*\])?\s*==\s*([^;,\s]+)", req)
-        if m and _norm(m.group(1)).startswith("nvidia-"):
-            pins[_norm(m.group(1))] = m.group(2)
+    for line in requires:
+        req = parse_requirement(line)
+        if req is None or not req.name.startswith(CUDA_LIB_PREFIX) or req.exact is None:
+            continue
+        if env is not None and evaluate_marker(req.marker, env) is False:
+            continue
+        pins[req.name] = req.exact
     return pins
+
+
+def _wheel_arch(dist_info: Path) -> str | None:
+    """The architecture of the wheel a distribution was installed from (its ``WHEEL``
+    file's ``Tag: cp311-cp311-manylinux_2_28_x86_64``)."""
+    try:
+        text = (dist_info / "WHEEL").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for m in re.finditer(r"^Tag:\s*\S+-\S+-(\S+)$", text, re.MULTILINE):
+        for arch in WHEEL_ARCHES:
+            if m.group(1).endswith(arch):
+                return arch
+    return None
+
+
+def _recorded_arch(ctx: ProbeContext) -> tuple[str | None, str]:
+    """The architecture a recorded machine shows: ``/proc/sys/kernel/arch``, its
+    ``/proc/cpuinfo`` (x86 lists ``flags`` with ``lm``, arm64 ``CPU architecture: 8``),
+    or the kernel release (Debian ``-amd64``/``-arm64``, Red Hat ``.x86_64``)."""
+    sr = ctx.sysroot
+    arch = sr.read_text("/proc/sys/kernel/arch")
+    if arch:
+        return arch, "/proc/sys/kernel/arch"
+    text = sr.read_text("/proc/cpuinfo") or ""
+    if re.search(r"^flags\s*:.*\blm\b", text, re.MULTILINE):
+        return "x86_64", "/proc/cpuinfo"
+    if re.search(r"^CPU architecture\s*:\s*8", text, re.MULTILINE):
+        return "aarch64", "/proc/cpuinfo"
+    release = kernel_release(sr) or ""
+    for word, arch in (("amd64", "x86_64"), ("x86_64", "x86_64"), ("arm64", "aarch64"),
+                       ("aarch64", "aarch64")):
+        if re.search(rf"[-.]{word}$", release):
+            return arch, "the kernel release"
+    return None, ""
+
+
+def marker_environment(ctx: ProbeContext, py: dict[str, Any], torch_dist: Path | None,
+                       other_dists: list[Path] | None = None) -> dict[str, str | None]:
+    """PEP 508 marker values of the inspected interpreter (``None``: unknown). The
+    architecture comes from the interpreter, else the WHEEL tag of torch or of an
+    installed nvidia-* wheel, else (a recorded machine) its procfs."""
+    machine, source = py.get("machine") or py.get("platform_machine"), "the interpreter"
+    for dist in ([torch_dist] if torch_dist else []) + (other_dists or []):
+        if machine:
+            break
+        machine, source = _wheel_arch(dist), f"the WHEEL tag of {dist.name}"
+    if not machine and not ctx.live:
+        machine, source = _recorded_arch(ctx)
+    version = str(py.get("version") or "")
+    impl = py.get("implementation")
+    return {
+        "python_version": ".".join(version.split(".")[:2]) or None,
+        "python_full_version": version or None,
+        "implementation_name": impl,
+        "platform_python_implementation": {"cpython": "CPython", "pypy": "PyPy"}.get(str(impl)),
+        "platform_system": "Linux",
+        "sys_platform": "linux",
+        "os_name": "posix",
+        "platform_machine": machine or None,
+        "machine_source": source if machine else None,
+        "platform_release": kernel_release(ctx.sysroot),
+        "extra": "",  # the base install: optional extras are not requirements
+    }
+
+
+def _python_facts(ctx: ProbeContext) -> dict[str, Any]:
+    if ctx.live:
+        try:
+            return _described(ctx)
+        except (RuntimeError, ValueError):
+            return {}
+    try:
+        return dict(ctx.recorded("python") or {})
+    except ValueError:
+        return {}
 
 
 def probe_torch(ctx: ProbeContext) -> dict[str, Any]:
     dirs = _site_dirs(ctx)
-    wanted = {"torch", *CUDA_LIB_DISTS}
-    dists = find_dists(dirs, wanted)
+    dists = find_dists(dirs, {"torch"}, prefix=CUDA_LIB_PREFIX)
     out: dict[str, Any] = {"installed": False}
     torch_dir: Path | None = None
     for d in dirs:
@@ -170,7 +264,10 @@ def probe_torch(ctx: ProbeContext) -> dict[str, Any]:
             break
     if "torch" in dists:
         version, requires = read_metadata(dists["torch"])
-        out.update(installed=True, version=version, pins=_pins(requires))
+        env = marker_environment(ctx, _python_facts(ctx), dists["torch"],
+                                 [p for n, p in sorted(dists.items()) if n != "torch"])
+        out.update(installed=True, version=version, requires_dist=requires,
+                   marker_environment=env, pins=_pins(requires, env))
     if torch_dir is not None:
         text = (torch_dir / "version.py").read_text(encoding="utf-8", errors="replace")
         v = parse_torch_version_py(text)
@@ -191,9 +288,19 @@ def probe_torch(ctx: ProbeContext) -> dict[str, Any]:
         out["cuda"] = None
         out["version_py_missing"] = True
     out["cuda_libs"] = {
-        name: read_metadata(path)[0] for name, path in sorted(dists.items()) if name != "torch"
+        name: read_metadata(path)[0] or _dir_version(path)
+        for name, path in sorted(dists.items()) if name != "torch"
     }
-    if ctx.import_torch and out["installed"]:
+    if not ctx.live:
+        # Importing torch here would describe this machine, not the recorded one.
+        recorded = ctx.recorded("torch_runtime")
+        if recorded is not None and out["installed"]:
+            out["runtime"] = dict(recorded)
+            out["runtime_recorded"] = True
+        elif ctx.import_torch:
+            out["runtime_missing"] = ("no pitstop-recorded/torch_runtime.json in this sysroot "
+                                      "(the result of --torch on that machine)")
+    elif ctx.import_torch and out["installed"]:
         out["runtime"] = torch_runtime(ctx.python or sys.executable)
     return out
 
@@ -250,8 +357,7 @@ print(json.dumps(out))
 def torch_runtime(python: str, timeout: float = 120.0) -> dict[str, Any]:
     """Import torch in ``python`` (a subprocess) and report what CUDA/cuDNN really do."""
     try:
-        proc = subprocess.run([python, "-c", _RUNTIME_SCRIPT], capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = run_child([python, "-c", _RUNTIME_SCRIPT], timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"importing torch took more than {timeout:.0f} s"}
     except OSError as err:
