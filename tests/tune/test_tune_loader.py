@@ -10,7 +10,7 @@ import psutil
 import pytest
 import torch
 import torch.nn.functional as F
-from tune_factories import CorruptInWorkers, Ragged, Records
+from tune_factories import CorruptInWorkers, Ragged, Records, SlowInWorkers
 
 import pitstop.tune
 from pitstop.errors import UsageError
@@ -129,6 +129,19 @@ def test_a_dataset_error_in_a_worker_names_the_index_and_leaves_no_worker() -> N
     assert "raised ValueError: corrupt record" in text and "worker process" in text
     index = int(text.split("dataset[", 1)[1].split("]", 1)[0])
     assert index >= 1000
+
+
+def test_a_loader_trial_cut_off_by_the_budget_is_recorded_and_leaves_no_worker() -> None:
+    # In the main process an item is instant; in a worker it takes 3 s, so a batch of 4
+    # from one worker takes 12 s, past the 6 s budget: that trial is cut off where the
+    # budget ends, its workers are shut down (the fixture checks), and the run answers.
+    result = pitstop.tune.loader(SlowInWorkers(256), 4, device="cpu", budget=6,
+                                 repeat_seconds=0.1, max_workers=2)
+    cut = [t for t in result.trials if t.status == "skipped"
+           and "did not finish within" in (t.reason or "")]
+    assert cut, [t.as_dict() for t in result.trials]
+    assert all(t.config.num_workers >= 1 and not t.measured for t in cut)
+    assert result.choice is not None and result.choice.config.num_workers == 0
 
 
 def test_uncollatable_batches_and_empty_datasets_are_usage_errors() -> None:

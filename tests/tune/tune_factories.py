@@ -248,3 +248,17 @@ def slow_model() -> dict[str, Any]:
     x = torch.randn(8, 3, 16, 16)
     y = torch.randint(0, 10, (8,))
     return {"model": SleepStep(2.0), "batch": (x, y), "loss_fn": F.cross_entropy}
+
+
+class SlowInWorkers(Records):
+    """Quick in the main process; in a worker every item takes ``wait_in_worker`` s (a
+    store that throttles the worker processes' connections)."""
+
+    def __init__(self, n: int = 256, wait_in_worker: float = 3.0) -> None:
+        super().__init__(n, wait=0.0)
+        self.wait_in_worker = wait_in_worker
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        if get_worker_info() is not None:
+            time.sleep(self.wait_in_worker)
+        return super().__getitem__(i)
