@@ -181,18 +181,3 @@ def test_a_sweep_that_would_stop_measures_both_again_first() -> None:
     _search(runner, cpus=4).run()
     again = {t.config.num_workers: t.rounds for t in runner.trials if t.rounds > 1}
     assert again == {1: 2, 2: 2}  # the stop at 2 workers was confirmed before it was taken
-
-
-@pytest.mark.parametrize(("paired", "alone", "kept", "says"), [
-    (1.20, 1.15, True, "kept (1.20x)"),
-    (1.01, 1.30, False, "needs +3%"),          # the paired ratio decides, not the noisier one
-    (1.28, 0.60, False, "inconclusive"),       # both ratios must at least point the same way
-    (None, 1.10, True, "kept (1.10x)"),        # timed alone (two builds did not fit)
-    (None, 0.90, False, "not kept (0.90x"),
-])
-def test_an_option_is_kept_on_consistent_evidence(paired: float | None, alone: float,
-                                                   kept: bool, says: str) -> None:
-    from pitstop.tune.model_tune import keep_verdict
-
-    keep, verdict = keep_verdict(paired, alone)
-    assert keep is kept and says in verdict, verdict

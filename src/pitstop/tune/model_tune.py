@@ -72,25 +72,6 @@ class CompileAdvice:
                 "speedup": self.speedup, "saved_s": self.saved_s, "compile_s": self.compile_s}
 
 
-def keep_verdict(paired_gain: float | None, alone_ratio: float) -> tuple[bool, str]:
-    """Whether an option is kept, and the table's verdict.
-
-    ``paired_gain``: the median ratio of its repeats to the kept configuration's, timed
-    in turns (immune to what the rest of the machine does; None when the two could not
-    be built at once); ``alone_ratio``: the ratio of the two trials' own rates. The
-    option must be :data:`KEEP` faster by the paired ratio; when the two ratios point
-    opposite ways (a busy machine can make a few rounds in turns lie too), the evidence
-    is inconclusive and the configuration already kept stays.
-    """
-    gain = paired_gain if paired_gain is not None else alone_ratio
-    if gain < 1 + KEEP:
-        return False, f"not kept ({gain:.2f}x, needs +{KEEP:.0%})"
-    if paired_gain is not None and alone_ratio < 1:
-        return False, (f"not kept (inconclusive: {paired_gain:.2f}x timed in turns, but "
-                       f"{alone_ratio:.2f}x by its own rate)")
-    return True, f"kept ({gain:.2f}x)"
-
-
 def compile_advice(mode: str, *, base_rate: float, compiled_rate: float, compile_s: float,
                    steps: int, batch_size: int) -> CompileAdvice:
     """Is compiling worth it over a run of ``steps`` steps? Only if the time it saves
@@ -420,9 +401,15 @@ def _search(trials: ModelTrials, groups: dict[str, list[tuple[str, dict[str, Any
                             f"{guard_ref.config.label()}: "
                             f"{_series(trial.losses)} vs {_series(guard_ref.losses)}")
             return current
-        alone = robust_rate(trial.measurement) / robust_rate(current.measurement)  # type: ignore[arg-type]
-        keep, trial.verdict = keep_verdict(trial.paired_gain, alone)
-        return trial if keep else current
+        # Timed in turns with the kept configuration when it could be: the ratio of
+        # neighbouring repeats is immune to what the rest of the machine does.
+        gain = (trial.paired_gain if trial.paired_gain is not None else
+                robust_rate(trial.measurement) / robust_rate(current.measurement))  # type: ignore[arg-type]
+        if gain >= 1 + KEEP:
+            trial.verdict = f"kept ({gain:.2f}x)"
+            return trial
+        trial.verdict = f"not kept ({gain:.2f}x, needs +{KEEP:.0%})"
+        return current
 
     for group in ("cudnn", "tf32", "precision", "layout", "optimizer"):
         start_best = best
