@@ -2,8 +2,9 @@
 # GPU check: run on a machine with an NVIDIA GPU (the device tool's H200, or your own box):
 #   bash scripts/gpu-check.sh OUTDIR
 # Runs from the source tree (PYTHONPATH=src) with the machine's own python3 and torch;
-# installs nothing from the network. Writes logs and JSON into OUTDIR (flat: at most a
-# handful of files). Budget: < 10 minutes on a fresh machine; each step has its own limit.
+# installs nothing from the network. Writes into OUTDIR (flat, at most 8 files): summary.txt,
+# machine.txt, the JSON results, and every step's log bundled in logs.tar.gz.
+# Budget: < 10 minutes on a fresh machine; each step has its own limit.
 set -uo pipefail
 OUT="${1:?usage: scripts/gpu-check.sh OUTDIR}"
 mkdir -p "$OUT"
@@ -12,12 +13,14 @@ export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 COLUM
 PY="${PYTHON:-python3}"
 status=0
 : >"$OUT/summary.txt"
+LOGS="$(mktemp -d)"
+trap 'tar -czf "$OUT/logs.tar.gz" -C "$LOGS" . && rm -rf "$LOGS"' EXIT
 
-step() {  # step NAME LIMIT_S CMD...: run with a time limit, log to OUT/NAME.log
+step() {  # step NAME LIMIT_S CMD...: run with a time limit, log to LOGS/NAME.log (-> logs.tar.gz)
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
   echo "== $name: $*" | tee -a "$OUT/summary.txt"
-  timeout --signal=INT --kill-after=15 "$limit" "$@" >"$OUT/$name.log" 2>&1
+  timeout --signal=INT --kill-after=15 "$limit" "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
   echo "   rc=$rc after $((SECONDS - t0)) s" | tee -a "$OUT/summary.txt"
   # doctor/lint exit 1 when they find something: that is a result, not a failure.
@@ -38,27 +41,37 @@ step() {  # step NAME LIMIT_S CMD...: run with a time limit, log to OUT/NAME.log
 step cuda-tests 300 "$PY" -m pytest -q -m cuda -p no:cacheprovider -o addopts="" tests
 # 2. The doctor on a real GPU, importing torch to test CUDA init and cuDNN.
 step doctor 90 "$PY" -m pitstop doctor --torch --json -o "$OUT/doctor.json"
-"$PY" -m pitstop doctor --torch >"$OUT/doctor.txt" 2>&1
+"$PY" -m pitstop doctor --torch >"$LOGS/doctor.txt" 2>&1
 # 3. The ladder on the GPU.
 step bench 240 "$PY" -m pitstop bench --quick --device cuda --json "$OUT/bench.json"
 # 4. profile of the pitstop.train example on the GPU (syncs, GPU busy time).
 step profile 90 "$PY" -m pitstop profile --steps 20 --warmup 3 --out /tmp/pitstop-gpu-profile \
   -- "$PY" examples/train_pitstop.py --device cuda --steps 40
 cp /tmp/pitstop-gpu-profile/profile.json "$OUT/profile.json" 2>/dev/null
-cp /tmp/pitstop-gpu-profile/report.html "$OUT/profile-report.html" 2>/dev/null
+cp /tmp/pitstop-gpu-profile/report.html "$LOGS/profile-report.html" 2>/dev/null
 # 5. monitor beside a training run: one snapshot (GPM on Hopper), a short recording with
 #    its verdicts, the plot of it, and a real NVML value set for the monitor's tests.
-"$PY" examples/train_pitstop.py --device cuda --steps 100000 >"$OUT/monitor-train.log" 2>&1 &
+"$PY" examples/train_pitstop.py --device cuda --steps 100000 >"$LOGS/monitor-train.log" 2>&1 &
 train_pid=$!
 sleep 15  # past CUDA init and the first batches
 step monitor-once 60 "$PY" -m pitstop monitor --once --json --interval 1
-cp "$OUT/monitor-once.log" "$OUT/monitor.json"
-step monitor-record 60 "$PY" -m pitstop monitor --record "$OUT/monitor-record.jsonl" --interval 0.5 --duration 20
-step monitor-plot 60 "$PY" -m pitstop plot "$OUT/monitor-record.jsonl" -o "$OUT/monitor-record.png"
-step record-nvml 60 "$PY" scripts/record_nvml.py "$OUT/nvml-recorded.json" --frames 10 \
+cp "$LOGS/monitor-once.log" "$OUT/monitor.json"
+step monitor-record 60 "$PY" -m pitstop monitor --record "$LOGS/monitor-record.jsonl" --interval 0.5 --duration 20
+step monitor-plot 60 "$PY" -m pitstop plot "$LOGS/monitor-record.jsonl" -o "$LOGS/monitor-record.png"
+step record-nvml 60 "$PY" scripts/record_nvml.py "$LOGS/nvml-recorded.json" --frames 10 \
   --bind-pid "$train_pid" --what "examples/train_pitstop.py --device cuda"
 kill "$train_pid" 2>/dev/null; wait "$train_pid" 2>/dev/null
+# 6. pitstop tune model on the example model: precision (TF32, bf16, fp16+scaler),
+#    cudnn.benchmark, channels_last, fused AdamW/SGD, batch size with real CUDA memory
+#    peaks and out-of-memory recovery, torch.compile amortised over --steps.
+step tune 200 "$PY" -m pitstop tune model --model examples/tune_example.py:model --device cuda \
+  --budget 150s --steps 20000 --json "$OUT/tune.json"
+# 7. pitstop tune loader on the example dataset for the GPU: pinned memory is tried, the
+#    batches are copied to the device inside each trial (its JSON goes into the archive).
+step tune-loader 90 "$PY" -m pitstop tune loader --dataset examples/tune_example.py:dataset \
+  --device cuda --budget 45s --out "$LOGS/pitstop-loader.json" --json "$LOGS/tune-loader.json"
 
-# At most 8 files in OUT: the JSON results stay, logs and the rest go into one archive.
-( cd "$OUT" && tar -czf logs.tar.gz --remove-files -- *.log doctor.txt profile-report.html monitor-record.* nvml-recorded.json 2>/dev/null )
+# OUT holds at most 8 files: summary.txt, machine.txt, doctor/bench/profile/monitor/tune
+# JSON and logs.tar.gz (every log, recording, plot and the rest, written to LOGS and
+# bundled by the EXIT trap above, also when a step fails).
 exit $status

@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "plot": "pitstop.monitor.command:plot",
     "profile": "pitstop.profile.command:profile",
     "system": "pitstop.system.command:system",
+    "tune": "pitstop.tune.command:tune",
 }
 
 

@@ -267,6 +267,25 @@ def _mib(n: float) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
+def batch_memory_budget(facts: MachineFacts) -> tuple[float, str] | None:
+    """Bytes the batches in flight (workers x prefetch) may take on this rank, and the
+    limit that sets it: the smaller of :data:`SHM_SHARE` of free ``/dev/shm`` (workers
+    hand batches over through shared memory) and :data:`RAM_SHARE` of available RAM,
+    split among the local ranks. None when neither could be read. ``pitstop tune``
+    holds its trials to the same bound."""
+    budgets: list[tuple[float, str]] = []
+    if facts.shm_free is not None:
+        budgets.append((facts.shm_free * SHM_SHARE / facts.local_world_size,
+                        f"{int(SHM_SHARE * 100)}% of /dev/shm free ({_mib(facts.shm_free)})"))
+    if facts.ram_available is not None:
+        budgets.append((facts.ram_available * RAM_SHARE / facts.local_world_size,
+                        f"{int(RAM_SHARE * 100)}% of available RAM ({_mib(facts.ram_available)})"))
+    budget = min(budgets, key=lambda b: b[0]) if budgets else None
+    if facts.local_world_size > 1 and budget is not None:
+        budget = (budget[0], budget[1] + f" / {facts.local_world_size} local ranks")
+    return budget
+
+
 def compute_settings(facts: MachineFacts, *, device: torch.device, sample_bytes: int | None,
                      sample_why: str, batch_size: int) -> dict[str, Setting]:
     """The computed settings (no config, no overrides): a pure function of the facts."""
@@ -286,17 +305,7 @@ def compute_settings(facts: MachineFacts, *, device: torch.device, sample_bytes:
         if per_rank - 1 > MAX_WORKERS:
             why += f"; capped at {MAX_WORKERS}"
     batch_bytes = sample_bytes * batch_size if sample_bytes is not None else None
-
-    budgets: list[tuple[float, str]] = []
-    if facts.shm_free is not None:
-        budgets.append((facts.shm_free * SHM_SHARE / facts.local_world_size,
-                        f"{int(SHM_SHARE * 100)}% of /dev/shm free ({_mib(facts.shm_free)})"))
-    if facts.ram_available is not None:
-        budgets.append((facts.ram_available * RAM_SHARE / facts.local_world_size,
-                        f"{int(RAM_SHARE * 100)}% of available RAM ({_mib(facts.ram_available)})"))
-    budget = min(budgets, key=lambda b: b[0]) if budgets else None
-    if facts.local_world_size > 1 and budget is not None:
-        budget = (budget[0], budget[1] + f" / {facts.local_world_size} local ranks")
+    budget = batch_memory_budget(facts)
 
     prefetch: int | None = None
     prefetch_why = ""
