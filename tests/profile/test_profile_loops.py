@@ -205,3 +205,17 @@ def test_a_script_that_pickles_its_whole_model_is_not_broken(tmp_path: Path) -> 
     r = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "clean" in r.stdout, r.stderr
+
+
+def test_a_batch_built_past_the_probe_budget_is_still_the_models_input(tmp_path: Path) -> None:
+    # Seen on a held-out char-rnn script: the batch function's many tiny writes spent the
+    # probe's operator budget before the model was called, so nothing tied the batch to
+    # the model and the function was "the loop's own Python" (verdict unknown). Which
+    # line made each tensor is now noted past the budget, until the model's first call.
+    _, doc = _profile(tmp_path, "chunks_by_hand.py", "16", "150",
+                      steps=("--steps", "8", "--warmup", "3"),
+                      env={"PITSTOP_PROFILE_PROBE_MAX_OPS": "2000"})
+    assert doc["facts"]["probe"]["budget_hit"] == "stopped after 2000 operators"
+    inputs = _sites(doc, "input")
+    assert inputs and inputs[0].startswith("draw_chunks ("), doc["facts"].get("other_sites")
+    assert _bottleneck(doc) == "input-bound", doc["headline"]

@@ -238,6 +238,11 @@ class OpProbe:
         self._sites: dict[tuple[Any, ...], _Site] = {}
         self._producers: dict[int, tuple[Any, tuple[Any, ...]]] = {}
         self.recording = False
+        # Past the budget, before the model's first call in the probed step, only which
+        # line made each tensor is still noted (bounded by MAX_PRODUCERS): a batch built
+        # by 300 000 small operators must still be known as the model's input.
+        self.tracking_producers = False
+        self._forward_seen = False
         self.ops_seen = 0
         self.call_cost_ns = 0
         self._t_start = 0
@@ -283,6 +288,12 @@ class OpProbe:
                                 probe.error = f"{type(err).__name__}: {err}"
                         probe._last_phase.overhead_ns += (_now() - t1) + (t0 - t_in)
                         probe._prev_cpu_out = _cpu()
+                    elif probe.tracking_producers:
+                        try:
+                            probe._track_producer(func, args, out, tensor_type)
+                        except Exception:
+                            probe._errors += 1
+                            probe.tracking_producers = False
                     return out
 
             self._grad_enabled = torch.is_grad_enabled
@@ -382,6 +393,7 @@ class OpProbe:
         self.ops_seen += 1
         if self.ops_seen > self.max_ops or t1 > self._deadline:
             self.recording = False
+            self.tracking_producers = not self._forward_seen
             self.budget_hit = (f"stopped after {self.ops_seen - 1} operators" if self.ops_seen > self.max_ops
                                else f"stopped after {self.max_s:.0f} s")
             return
@@ -432,26 +444,61 @@ class OpProbe:
         entry[0] += 1
         entry[1] += dur
 
-    def _site_of(self, info: _OpInfo, args: Any, out: Any, dur: int, tensor_type: type
-                 ) -> tuple[Any, ...]:
-        f: Any = sys._getframe(2)
+    def _user_site(self, depth: int) -> tuple[tuple[Any, ...], _Site | None]:
+        """The innermost line of the user's code on the stack, and its site."""
+        f: Any = sys._getframe(depth)
         user: Any = None
-        depth = 0
-        while f is not None and depth < 200:
+        walked = 0
+        while f is not None and walked < 200:
             if self.frames.is_user_file(f.f_code.co_filename):
                 user = f
                 break
             f = f.f_back
-            depth += 1
+            walked += 1
         if user is None:
-            return ()
+            return (), None
         key = (user.f_code.co_filename, user.f_lineno)
         site = self._sites.get(key)
         if site is None:
             if len(self._sites) >= self.max_keys:
-                return ()
+                return (), None
             chain, _lib = self.frames.chain(user)
             site = self._sites[key] = _Site([frame_dict(c, ln) for c, ln in chain])
+        return key, site
+
+    def _note_producer(self, info: _OpInfo, args: Any, outs: Any, key: tuple[Any, ...],
+                       tensor_type: type) -> None:
+        if len(self._producers) >= MAX_PRODUCERS:
+            self.tracking_producers = False
+            return
+        origin = key
+        if info.view and args and isinstance(args[0], tensor_type):
+            # a slice/view of a batch (inp[:, c]) comes from where the batch was made
+            hit = self._producers.get(id(args[0]))
+            if hit is not None and hit[0]() is args[0]:
+                origin = hit[1]
+        for o in outs:
+            if isinstance(o, tensor_type):
+                with contextlib.suppress(TypeError):
+                    self._producers[id(o)] = (weakref.ref(o), origin)
+
+    def _track_producer(self, func: Any, args: Any, out: Any, tensor_type: type) -> None:
+        """Past the budget: which line made each tensor, nothing else."""
+        info = self._info.get(func)
+        if info is None:
+            info = self._info[func] = _OpInfo(func)
+        if info.skip:
+            return
+        key, site = self._user_site(3)
+        if site is not None:
+            self._note_producer(info, args, out if isinstance(out, (list, tuple)) else (out,),
+                                key, tensor_type)
+
+    def _site_of(self, info: _OpInfo, args: Any, out: Any, dur: int, tensor_type: type
+                 ) -> tuple[Any, ...]:
+        key, site = self._user_site(3)
+        if site is None:
+            return ()
         site.ops += 1
         site.ns += dur
         outs = out if isinstance(out, (list, tuple)) else (out,)
@@ -472,21 +519,14 @@ class OpProbe:
                     site.update_ops += 1
                     break
         if len(self._producers) < MAX_PRODUCERS:
-            origin = key
-            if info.view and args and isinstance(args[0], tensor_type):
-                # a slice/view of a batch (inp[:, c]) comes from where the batch was made
-                hit = self._producers.get(id(args[0]))
-                if hit is not None and hit[0]() is args[0]:
-                    origin = hit[1]
-            for o in outs:
-                if isinstance(o, tensor_type):
-                    with contextlib.suppress(TypeError):
-                        self._producers[id(o)] = (weakref.ref(o), origin)
+            self._note_producer(info, args, outs, key, tensor_type)
         return key
 
     def note_forward_inputs(self, args: Any, kwargs: Any) -> bool:
         """Called by the recorder's forward pre-hook of the outermost modules: marks the
         sites that made the model's inputs. Returns False once nothing is left to match."""
+        self._forward_seen = True
+        self.tracking_producers = False
         if not self._producers:
             return False
         import torch
