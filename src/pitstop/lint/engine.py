@@ -421,6 +421,7 @@ def context_summaries(results: list[FileResult], linted: set[str],
     out: list[ModuleSummary] = []
     todo = [r.summary for r in results if r.summary is not None]
     seen = set(linted)
+    is_file: dict[str, bool] = {}  # the same few names are looked for from every module
     while todo and len(out) < MAX_CONTEXT_MODULES:
         s = todo.pop()
         key = program.key(s.path)
@@ -434,7 +435,10 @@ def context_summaries(results: list[FileResult], linted: set[str],
             for cand in cands:
                 if cand in seen:
                     break
-                if not os.path.isfile(cand):
+                exists = is_file.get(cand)
+                if exists is None:
+                    exists = is_file[cand] = os.path.isfile(cand)
+                if not exists:
                     continue
                 seen.add(cand)
                 summary = _summarise_file(cand)
