@@ -300,9 +300,10 @@ def _pool(jobs: int):  # type: ignore[no-untyped-def]
 
 
 def _map(fn: Callable[[Any], list[Any]], items: list[Any], jobs: int,
-         progress: Callable[[int], None] | None) -> list[Any]:
-    """``fn`` over chunks of ``items`` on ``jobs`` processes (in this one when few)."""
-    if jobs <= 1 or len(items) < 16:
+         progress: Callable[[int], None] | None, *, spread: bool = False) -> list[Any]:
+    """``fn`` over chunks of ``items`` on ``jobs`` processes (in this one when few, unless
+    ``spread``: the items are big); the results in the order of ``items``."""
+    if jobs <= 1 or len(items) < (2 if spread else 16):
         out: list[Any] = []
         for item in items:
             with _gc_paused():
@@ -318,7 +319,8 @@ def _map(fn: Callable[[Any], list[Any]], items: list[Any], jobs: int,
         return _map(fn, items, 1, progress)
     results: list[Any] = []
     with pool:
-        for part in pool.imap_unordered(fn, chunks):
+        # in order: a big module's pieces are merged first piece first
+        for part in pool.imap(fn, chunks):
             results.extend(part)
             if progress:
                 progress(len(part))
@@ -395,7 +397,10 @@ def run_files(files: list[SourceFile], options: LintOptions,
     items: list[Item | Piece] = []
     for f in sorted(files, key=lambda f: f.size, reverse=True):
         items.extend(_items(f, ignores_for(f.path), options))
-    results = _map(_first_pass_chunk, items, jobs, progress if len(items) == len(files) else None)
+    # the pieces of a big module (a megabyte of generated code) are spread over the
+    # cores even when they are few
+    results = _map(_first_pass_chunk, items, jobs, progress if len(items) == len(files) else None,
+                   spread=len(items) > len(files))
     if len(items) == len(files):
         return results
     merged: dict[str, list[FileResult]] = {}
