@@ -254,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lint-arg", action="append", default=[],
                     help="extra argument for pitstop lint (repeatable)")
     ap.add_argument("--quiet", action="store_true", help="no miss / false-alarm lists")
+    ap.add_argument("--findings", type=Path,
+                    help="write every finding here (one JSON line each, paths relative to "
+                    "the program): to check that a change leaves every result the same")
     args = ap.parse_args(argv)
 
     if not args.labels.is_dir():
@@ -303,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
           "invocations")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    if args.findings:
+        lines = sorted(json.dumps({"program": o.program.key, **f}, sort_keys=True)
+                       for o in outcomes for f in o.findings)
+        args.findings.write_text("".join(ln + "\n" for ln in lines), encoding="utf-8")
     return 0
 
 

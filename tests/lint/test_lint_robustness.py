@@ -192,12 +192,16 @@ def test_big_modules_are_linted_in_pieces_with_the_same_findings(tmp_path) -> No
         assert len(engine._items(engine.SourceFile(tmp_path / "gen.py", len(data)), (),
                                  engine.default_options())) == len(pieces)
         chunked = lint_paths([tmp_path / "gen.py"], jobs=1)
+        # the pieces spread over a pool of workers come back merged as in one process
+        spread = lint_paths([tmp_path / "gen.py"], jobs=2)
     finally:
         engine.CHUNK_BYTES = old
     whole = lint_paths([tmp_path / "gen.py"], jobs=1)
-    assert not chunked.all_diagnostics
+    assert not chunked.all_diagnostics and not spread.all_diagnostics
     key = [(f.line, f.code) for f in whole.findings]
     assert [(f.line, f.code) for f in chunked.findings] == key
+    assert [(f.line, f.code, f.message) for f in spread.findings] == [
+        (f.line, f.code, f.message) for f in chunked.findings]
     assert sum(1 for _, c in key if c == "LT001") == n
 
 

@@ -113,6 +113,9 @@ class Program:
         self._settings: dict[str, Setting] | None = None
         self._folders: dict[str, list[str]] | None = None
         self._tops: dict[str, str] = {}
+        self._candidates: dict[tuple[str, str, int], list[str]] = {}
+        self._resolved: dict[tuple[str, str, int], str | None] = {}
+        self._inits: dict[str, list[str]] = {}
         self._starring: set[str] = set()  # modules whose star imports are being searched
         self._depth = 0  # nesting of questions being answered
 
@@ -130,9 +133,18 @@ class Program:
 
     def module_candidates(self, key: str, module: str, level: int) -> list[str]:
         """Files that ``import module`` (``level`` dots) in module ``key`` may mean, best
-        first (they need not exist)."""
-        rel = module.replace(".", os.sep) if module else ""
+        first (they need not exist). The list is shared: do not change it."""
         here = os.path.dirname(key)
+        memo_key = (here, module, level)
+        found = self._candidates.get(memo_key)
+        if found is None:
+            found = self._candidates[memo_key] = self._candidates_in(here, module, level)
+        return found
+
+    def _candidates_in(self, here: str, module: str, level: int) -> list[str]:
+        # (asked for every import of every module, with the same few folders and names:
+        # memoised per folder, the link pass of a big package does not rebuild the paths)
+        rel = module.replace(".", os.sep) if module else ""
         bases: list[str] = []
         if level:
             base = here
@@ -178,10 +190,16 @@ class Program:
             stem = os.path.splitext(os.path.basename(key))[0]
             if (module.rsplit(".", 1)[-1] if module else "") != stem and stem != "__init__":
                 return None
+        memo_key = (os.path.dirname(key), module, level)
+        if memo_key in self._resolved:
+            return self._resolved[memo_key]
+        found = None
         for cand in self.module_candidates(key, module, level):
             if cand in self.modules:
-                return cand
-        return None
+                found = cand
+                break
+        self._resolved[memo_key] = found
+        return found
 
     # ------------------------------------------------------------------ names
     @_query
@@ -781,19 +799,28 @@ class Program:
                             key, f"{imp.module}.{imp.name}" if imp.module else imp.name, imp.level)
                         if sub is not None:
                             out.add(sub)
-                    # importing pkg.sub.mod runs pkg/__init__.py and pkg/sub/__init__.py
-                    for target in list(out):
-                        d = os.path.dirname(target)
-                        while os.path.join(d, "__init__.py") in self.modules:
-                            out.add(os.path.join(d, "__init__.py"))
-                            parent = os.path.dirname(d)
-                            if parent == d:
-                                break
-                            d = parent
+                # importing pkg.sub.mod runs pkg/__init__.py and pkg/sub/__init__.py
+                for target in list(out):
+                    out.update(self._package_inits(os.path.dirname(target)))
                 out.discard(key)
                 graph[key] = out
             self._graph = graph
         return self._graph
+
+    def _package_inits(self, folder: str) -> list[str]:
+        """The ``__init__.py`` modules of the program from ``folder`` up, while there are."""
+        found = self._inits.get(folder)
+        if found is None:
+            found = []
+            d = folder
+            while os.path.join(d, "__init__.py") in self.modules:
+                found.append(os.path.join(d, "__init__.py"))
+                parent = os.path.dirname(d)
+                if parent == d:
+                    break
+                d = parent
+            self._inits[folder] = found
+        return found
 
     def _closure(self, key: str) -> set[str]:
         memo_key = ("closure", key)
@@ -836,10 +863,16 @@ class Program:
                     todo.append(u)
         if not entries:
             entries = {key}
-        out: set[str] = set()
-        for e in entries:
-            out |= self._closure(e)
-        out |= self._reached_dynamically(key)
+        # (in a big package most modules share their entry points: the union of the
+        # entries' closures is made once per set of entries, not once per module)
+        reach_key = ("reach", frozenset(entries))
+        reach = self._memo.get(reach_key)
+        if reach is None:
+            reach = set()
+            for e in entries:
+                reach |= self._closure(e)
+            self._memo[reach_key] = reach
+        out = reach | self._reached_dynamically(key)
         self._memo[memo_key] = out
         return out
 
@@ -895,6 +928,13 @@ class Program:
         return best
 
     def _origin_of(self, key: str) -> Origin | None:
+        memo_key = ("origin_of", key)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        found = self._memo[memo_key] = self._origin_in(key)
+        return found
+
+    def _origin_in(self, key: str) -> Origin | None:
         s = self.modules.get(key)
         if s is None:
             return None
