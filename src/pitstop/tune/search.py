@@ -15,7 +15,12 @@ method) costs tens of trials; the search below usually needs a sixth of them:
 2. **Local refinement of workers**: one probe halfway between the best count and the
    next one measured above it (a peak may hide there), then a bisection between the
    best and the largest count below it that is not good enough, for the fewest
-   workers that are (within :data:`TIE` of the best; with a model: fed).
+   workers that are (within :data:`TIE` of the best; with a model: fed). With a
+   model, a count just below the fewest fed (within :data:`NEAR`) is measured again
+   in turns with the cheapest count that is fed on its own numbers (A B, then B A),
+   and is fed too when, pooled, that count is not :data:`RISE` faster: a hard
+   threshold alone lets noise of a fraction of a percent decide between 4 and 8
+   workers.
 3. **The other knobs at that worker count**: prefetch depth (4, then 8 while it
    pays; else 1, which holds half the memory), pinned memory off (GPU target),
    non-persistent workers and other start methods. The last two only change what
@@ -44,6 +49,7 @@ from pitstop.tune.measure import overall_rate
 from pitstop.tune.memory import MemoryEstimate
 
 RISE = 0.05
+NEAR = 2 * RISE  # how close below a fed count a count must be to be measured again in turns
 TIE = SLOWER_MARGIN
 FED = 0.95
 IO_CPU = 0.5
@@ -134,6 +140,7 @@ class LoaderSearch:
         self.user_config = user_config
         self.notes: list[str] = []
         self.out_of_budget = False
+        self._judged_in_turns: set[int] = set()  # worker counts already measured in turns
 
     # -- judging
     def measured(self) -> list[LoaderTrial]:
@@ -157,7 +164,12 @@ class LoaderSearch:
                                       if t.step_alone is not None)])
 
     def fed(self, trial: LoaderTrial) -> bool:
-        """Keeps the step fed: at least FED of the step's own rate."""
+        """Keeps the step fed: at least FED of the step's own rate, or, measured in
+        turns with a count that is, not RISE slower (:meth:`_confirm_fed`)."""
+        return trial.fed_in_turns or self.fed_alone(trial)
+
+    def fed_alone(self, trial: LoaderTrial) -> bool:
+        """Reaches FED of the step's own rate on the trial's own numbers."""
         alone = self.step_alone()
         return alone is not None and trial.score >= FED * alone
 
@@ -327,12 +339,63 @@ class LoaderSearch:
                 return
             low = passing[0]
             below = [w for w in self._measured_workers() if w < low]
-            if not below or low - max(below) <= 1:
+            if not below:
+                return
+            if self._confirm_fed(max(below)):
+                continue
+            if low - max(below) <= 1:
                 return
             m = (max(below) + low) // 2
             trial = self._try(self._by_workers(m), "refine")
             if trial is None or not trial.measured:
                 return
+
+    def _confirm_fed(self, w: int) -> bool:
+        """With a model: is ``w`` workers, just below the fewest fed, fed too?
+
+        "Fed" on a trial's own numbers is a hard threshold (FED of the step's best rate
+        alone), and on a busy machine a loader that keeps up can fall a fraction of a
+        percent short of it while one with twice the workers just passes. So a count
+        within NEAR of the cheapest count that passes on its own (the anchor) is
+        measured again in turns with it, later-measured first (A B, then B A: drift
+        hits both alike), and is fed when, pooled, the anchor is not RISE faster: the
+        same margin by which the sweep tells "more workers are faster" from noise.
+        Counts clearly below (more than NEAR) are not measured again."""
+        if self.step_rate is None or w in self._judged_in_turns:
+            return False
+        trial = self._trial_at(w)
+        anchors = [t for t in (self._trial_at(v) for v in self._measured_workers() if v > w)
+                   if t is not None and self.fed_alone(t)]
+        if trial is None or not anchors or self.fed(trial):
+            return False
+        anchor = min(anchors, key=lambda t: t.config.cost())
+        if trial.score * (1 + NEAR) < anchor.score:
+            return False
+        if not self._affords_two():
+            self.notes.append(f"{w} workers not measured again in turns with "
+                              f"{anchor.config.num_workers}: out of budget")
+            return False
+        self._judged_in_turns.add(w)
+        first, second = sorted((trial, anchor), key=self.runner.trials.index, reverse=True)
+        self.runner.remeasure(first)
+        self.runner.remeasure(second)
+        n = anchor.config.num_workers
+        if not self.fed_alone(anchor):
+            self.notes.append(f"{w} and {n} workers measured again in turns: {n} no longer "
+                              f"feeds the step on its own ({anchor.score:,.1f}/s)")
+            return self.fed(trial)
+        if trial.score * (1 + RISE) >= anchor.score:
+            trial.fed_in_turns = not self.fed_alone(trial)
+            self.notes.append(
+                f"{w} workers ({trial.score:,.1f}/s) measured again in turns with {n} "
+                f"({anchor.score:,.1f}/s, fed): {n} are not {RISE:.0%} faster, so {w} keep "
+                f"the step fed too")
+            return True
+        self.notes.append(
+            f"{w} workers ({trial.score:,.1f}/s) measured again in turns with {n} "
+            f"({anchor.score:,.1f}/s, fed): {n} are more than {RISE:.0%} faster, so {w} do "
+            f"not keep the step fed" + (" by that rule" if self.fed(trial) else ""))
+        return self.fed(trial)
 
     def best_sweep(self) -> LoaderTrial | None:
         trials = [self._trial_at(w) for w in self._measured_workers()]
