@@ -376,15 +376,13 @@ class LoaderSearch:
                               f"{anchor.config.num_workers}: out of budget")
             return False
         self._judged_in_turns.add(w)
-        first, second = sorted((trial, anchor), key=self.runner.trials.index, reverse=True)
-        self.runner.remeasure(first)
-        self.runner.remeasure(second)
+        as_fast = self.as_fast_in_turns(trial, anchor)
         n = anchor.config.num_workers
         if not self.fed_alone(anchor):
             self.notes.append(f"{w} and {n} workers measured again in turns: {n} no longer "
                               f"feeds the step on its own ({anchor.score:,.1f}/s)")
             return self.fed(trial)
-        if trial.score * (1 + RISE) >= anchor.score:
+        if as_fast:
             trial.fed_in_turns = not self.fed_alone(trial)
             self.notes.append(
                 f"{w} workers ({trial.score:,.1f}/s) measured again in turns with {n} "
@@ -396,6 +394,14 @@ class LoaderSearch:
             f"({anchor.score:,.1f}/s, fed): {n} are more than {RISE:.0%} faster, so {w} do "
             f"not keep the step fed" + (" by that rule" if self.fed(trial) else ""))
         return self.fed(trial)
+
+    def as_fast_in_turns(self, trial: LoaderTrial, other: LoaderTrial) -> bool:
+        """Measure both again, the later-measured first (A B, then B A), and tell
+        whether, pooled, ``other`` is not RISE faster than ``trial``."""
+        first, second = sorted((trial, other), key=self.runner.trials.index, reverse=True)
+        self.runner.remeasure(first)
+        self.runner.remeasure(second)
+        return trial.score * (1 + RISE) >= other.score
 
     def best_sweep(self) -> LoaderTrial | None:
         trials = [self._trial_at(w) for w in self._measured_workers()]
