@@ -149,6 +149,9 @@ def run_case(name: str, make: Callable[[], Any], extra: dict[str, Any], repeat: 
         "tuner_s": round(tuner_s, 1), "grid_s": round(grid_s, 1),
         "time_ratio": round(tuner_s / grid_s, 3), "load_start": load0, "load_end": load1,
         "notes": tuned.notes,
+        "tuner_trial_list": [{"label": t.config.label(), "samples_per_s": round(t.score, 1),
+                              "rounds": t.rounds, "fed_in_turns": t.fed_in_turns}
+                             for t in tuned.trials if t.measured],
     }
     if tuned.step_rate is not None and grid.step_rate is not None:
         step = max(tuned.step_rate, grid.step_rate)

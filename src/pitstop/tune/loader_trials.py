@@ -322,6 +322,9 @@ class LoaderTrial:
     derived_from: int | None = None  # index of the trial whose steady rate this reuses
     step_alone: float | None = None  # the step's own rate, measured right after this trial
     rounds: int = 1  # times measured (a decision taken on a close call measures again)
+    # Keeps the step fed by the in-turns rule (as fast as a fed count with more workers,
+    # both measured again in turns), not by reaching the threshold on its own numbers.
+    fed_in_turns: bool = False
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -344,7 +347,7 @@ class LoaderTrial:
             "memory": self.memory.as_dict() if self.memory is not None else None,
             "seconds": _r(self.seconds), "derived_from": self.derived_from,
             "step_alone_samples_per_s": _r(self.step_alone), "rounds": self.rounds,
-            "notes": self.notes,
+            "fed_in_turns": self.fed_in_turns, "notes": self.notes,
         }
 
 

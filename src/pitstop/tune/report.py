@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pitstop.tune.budget import format_seconds
 from pitstop.tune.measure import robust_rate
 from pitstop.tune.memory import mib
+from pitstop.tune.search import FED
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -83,13 +84,14 @@ def loader_summary(result: LoaderTuneResult) -> list[str]:
         lines.append(text)
         if step is not None:
             s = result.step_rate or robust_rate(step)
-            fed = eff >= 0.95 * s
+            fed = eff >= FED * s or c.fed_in_turns
             lines.append(
                 f"the training step alone (batch already on {result.device}): {s:,.1f} samples/s; "
                 f"fed by the chosen loader it runs at {eff:,.1f} samples/s "
-                f"({eff / s:.0%})" + ("" if fed else
-                                              ": the step is not fully fed; no configuration "
-                                              "tried feeds it better"))
+                f"({eff / s:.0%})"
+                + ("; fed: measured in turns with more workers, no slower" if c.fed_in_turns
+                   else "" if fed else
+                   ": the step is not fully fed; no configuration tried feeds it better"))
         yours = result.yours
         if yours is not None and yours.measured and yours is not c and yours.score > 0:
             lines.append(f"your settings ({yours.config.label()}): {yours.score:,.1f} "

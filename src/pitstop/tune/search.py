@@ -15,7 +15,13 @@ method) costs tens of trials; the search below usually needs a sixth of them:
 2. **Local refinement of workers**: one probe halfway between the best count and the
    next one measured above it (a peak may hide there), then a bisection between the
    best and the largest count below it that is not good enough, for the fewest
-   workers that are (within :data:`TIE` of the best; with a model: fed).
+   workers that are (within :data:`TIE` of the best; with a model: fed). With a
+   model, a count just below the fewest good enough (within :data:`NEAR`) is
+   measured again in turns (A B, then B A) with the cheapest count above it that is
+   fed on its own numbers, and is fed too when, pooled, that count is not
+   :data:`RISE` faster (failing a fed count, with the fastest above it, and the pooled
+   rates are judged within :data:`TIE` of the best): a hard threshold alone lets noise
+   of a fraction of a percent decide between 4 and 8 workers.
 3. **The other knobs at that worker count**: prefetch depth (4, then 8 while it
    pays; else 1, which holds half the memory), pinned memory off (GPU target),
    non-persistent workers and other start methods. The last two only change what
@@ -44,6 +50,7 @@ from pitstop.tune.measure import overall_rate
 from pitstop.tune.memory import MemoryEstimate
 
 RISE = 0.05
+NEAR = 2 * RISE  # how close below a fed count a count must be to be measured again in turns
 TIE = SLOWER_MARGIN
 FED = 0.95
 IO_CPU = 0.5
@@ -134,6 +141,7 @@ class LoaderSearch:
         self.user_config = user_config
         self.notes: list[str] = []
         self.out_of_budget = False
+        self._judged_in_turns: set[int] = set()  # worker counts already measured in turns
 
     # -- judging
     def measured(self) -> list[LoaderTrial]:
@@ -157,7 +165,12 @@ class LoaderSearch:
                                       if t.step_alone is not None)])
 
     def fed(self, trial: LoaderTrial) -> bool:
-        """Keeps the step fed: at least FED of the step's own rate."""
+        """Keeps the step fed: at least FED of the step's own rate, or, measured in
+        turns with a count that is, not RISE slower (:meth:`_confirm_fed`)."""
+        return trial.fed_in_turns or self.fed_alone(trial)
+
+    def fed_alone(self, trial: LoaderTrial) -> bool:
+        """Reaches FED of the step's own rate on the trial's own numbers."""
         alone = self.step_alone()
         return alone is not None and trial.score >= FED * alone
 
@@ -327,12 +340,73 @@ class LoaderSearch:
                 return
             low = passing[0]
             below = [w for w in self._measured_workers() if w < low]
-            if not below or low - max(below) <= 1:
+            if not below:
+                return
+            if self._confirm_fed(max(below)):
+                continue
+            if low - max(below) <= 1:
                 return
             m = (max(below) + low) // 2
             trial = self._try(self._by_workers(m), "refine")
             if trial is None or not trial.measured:
                 return
+
+    def _confirm_fed(self, w: int) -> bool:
+        """With a model: is ``w`` workers, just below the fewest good enough, good enough too?
+
+        "Fed" on a trial's own numbers is a hard threshold (FED of the step's best rate
+        alone, a best that only rises as the step is measured again), and on a busy
+        machine a loader that keeps up falls a fraction of a percent short of it while
+        one with twice the workers just passes, or none passes at all. So a count
+        within NEAR of the anchor (the cheapest count above it that passes on its own;
+        when none does, the fastest count above it) is measured again in turns with
+        it. Against a fed anchor, ``w`` is fed when, pooled, the anchor is not RISE
+        faster (the margin by which the sweep tells "more workers are faster" from
+        noise): more workers that do not make the step faster mean the loader is not
+        what holds it back. Against an anchor that is not fed itself, the pooled rates
+        are judged like any trial's (within TIE of the best). Counts further below are
+        not measured again."""
+        if self.step_rate is None or w in self._judged_in_turns:
+            return False
+        trial = self._trial_at(w)
+        above = [t for t in (self._trial_at(v) for v in self._measured_workers() if v > w)
+                 if t is not None]
+        if trial is None or not above or self.fed(trial):
+            return False
+        passing = [t for t in above if self.fed_alone(t)]
+        anchor = (min(passing, key=lambda t: t.config.cost()) if passing
+                  else max(above, key=lambda t: t.score))
+        margin = RISE if passing else TIE
+        if trial.score * (1 + NEAR) < anchor.score:
+            return False
+        n = anchor.config.num_workers
+        if not self._affords_two():
+            self.notes.append(f"{w} workers not measured again in turns with {n}: out of "
+                              f"budget")
+            return False
+        self._judged_in_turns.add(w)
+        as_fast = self.as_fast_in_turns(trial, anchor, margin)
+        fed = self.fed_alone(anchor)
+        what = "fed" if fed else "the fastest above it, not fed on its own"
+        verdict = (f"{n} are more than {margin:.0%} faster" if not as_fast else
+                   f"{n} are not {RISE:.0%} faster, so {w} keep the step fed" if fed else
+                   f"{n} are not {margin:.0%} faster")
+        self.notes.append(f"{w} workers ({trial.score:,.1f}/s) measured again in turns with "
+                          f"{n} ({anchor.score:,.1f}/s, {what}): {verdict}")
+        if as_fast and self.fed_alone(anchor):
+            trial.fed_in_turns = not self.fed_alone(trial)
+        # Against an anchor that is not fed itself, the pooled rates are judged by the
+        # non-model rule (within TIE of the best) like every other trial's.
+        return self.good_enough(trial)
+
+    def as_fast_in_turns(self, trial: LoaderTrial, other: LoaderTrial,
+                         margin: float = RISE) -> bool:
+        """Measure both again, the later-measured first (A B, then B A), and tell
+        whether, pooled, ``other`` is not ``margin`` faster than ``trial``."""
+        first, second = sorted((trial, other), key=self.runner.trials.index, reverse=True)
+        self.runner.remeasure(first)
+        self.runner.remeasure(second)
+        return trial.score * (1 + margin) >= other.score
 
     def best_sweep(self) -> LoaderTrial | None:
         trials = [self._trial_at(w) for w in self._measured_workers()]
