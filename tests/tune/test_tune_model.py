@@ -99,11 +99,22 @@ def test_a_trial_that_would_overrun_the_budget_is_cut_off_and_the_run_goes_on() 
     assert any(t["status"] == "skipped" for t in result.as_dict()["trials"])
 
 
+# Gloo's C++ threads can abort a rank as its process ends (std::terminate, exit -6), a
+# teardown race in torch itself (see pytorch/pytorch#179291); seen once in about ten
+# runs of this test in CI. Such a run is done again, whole, once; the second must pass.
+GLOO_TEARDOWN_ABORT = "terminate called without an active exception"
+
+
 def _torchrun(tmp_path: Path, *args: str) -> list[dict]:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
            "--standalone", str(HERE / "rank_agreement.py"), str(tmp_path), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=pitstop_env(
-        {"OMP_NUM_THREADS": "1"}), timeout=240, cwd=tmp_path)
+    for attempt in (1, 2):
+        for r in (0, 1):
+            (tmp_path / f"rank{r}.json").unlink(missing_ok=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=pitstop_env(
+            {"OMP_NUM_THREADS": "1"}), timeout=240, cwd=tmp_path)
+        if proc.returncode == 0 or attempt == 2 or GLOO_TEARDOWN_ABORT not in proc.stderr:
+            break
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
 
