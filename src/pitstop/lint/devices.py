@@ -14,6 +14,7 @@ finding quotes as evidence. ``--device gpu|cpu`` (or ``device = ...`` in
 from __future__ import annotations
 
 import ast
+import re
 from typing import TYPE_CHECKING
 
 from pitstop.lint.astutil import TORCH_DTYPES, callee_tail, dotted, kwarg, qualname
@@ -29,6 +30,9 @@ CPU = "cpu"
 DTYPE = "dtype"
 MAYBE = "maybe"  # a device whose value the code does not show (a parameter named device)
 ACCEL_PREFIXES = ("cuda", "mps", "xpu", "hpu", "npu")
+# The legacy typed tensors of the CUDA backend: `torch.cuda.FloatTensor(np_array)` copies
+# host data to the GPU, `x.type(torch.cuda.FloatTensor)` moves `x` there.
+GPU_TENSOR_TYPE_RE = re.compile(r"^torch\.cuda\.[A-Z][a-z]*Tensor$")
 DEVICEISH = frozenset({"dev", "rank", "local_rank", "gpu", "gpu_id", "cuda", "accelerator",
                        "device_id", "ddp_local_rank", "gpu_ids", "device_ids", "target_device"})
 
@@ -171,6 +175,29 @@ class DeviceModel:
             if r.name in {"cpu", "meta"}:
                 return CPU
         return None
+
+    def gpu_tensor_type(self, node: ast.AST | None, depth: int = 0) -> bool:
+        """Is ``node`` a CUDA tensor type: ``torch.cuda.FloatTensor``, or a name assigned
+        one on some path (``Tensor = torch.cuda.FloatTensor if cuda else
+        torch.FloatTensor``, the idiom of many GAN scripts)?"""
+        if node is None or depth > 3:
+            return False
+        ctx = self.ctx
+        if isinstance(node, ast.Attribute):
+            return bool(GPU_TENSOR_TYPE_RE.match(qualname(node, ctx.aliases) or ""))
+        if isinstance(node, ast.IfExp):
+            return self.gpu_tensor_type(node.body, depth + 1) or \
+                self.gpu_tensor_type(node.orelse, depth + 1)
+        if isinstance(node, ast.Name):
+            scope = ctx.scope_of(node)
+            while True:
+                assigns = ctx.index.scoped_assigns.get((scope, node.id))
+                if assigns or scope is None:
+                    break
+                scope = ctx.index.owner.get(scope)
+            return any(self.gpu_tensor_type(a.value, depth + 1) for a in assigns or ()
+                       if a.value is not None)
+        return False
 
     def is_gpu(self, node: ast.AST | None, scope: FuncDef | bool | None = False) -> bool:
         """Does a device expression name an accelerator (a MAYBE counts in a GPU program)?"""

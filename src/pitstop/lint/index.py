@@ -598,6 +598,10 @@ class ModuleIndex:
         for target in node.targets:
             for name in target_names(target):
                 tail = name.rsplit(".", 1)[-1]
+                if isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)) and (
+                        "device" in tail.lower() or tail in {"dev", "accelerator"}):
+                    # `device = local_rank` on one path, `device = "cpu"` on another
+                    self.device_literals.setdefault(name, set()).add("other")
                 if isinstance(value, ast.Constant) and isinstance(value.value, str):
                     low = tail.lower()
                     if "device" in low or low in {"dev", "accelerator"}:

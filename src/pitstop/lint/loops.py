@@ -54,6 +54,11 @@ RARE_NAME_RE = re.compile(
     r"sample|valid|profil|dump|write|last|first|final|flush|summary|track|monitor",
     re.IGNORECASE,
 )
+# A flag that turns the accelerator on (`-gpu` with action="store_true", `if args.cuda:`)
+# is off by default but is how the program runs on a GPU, the case the rules are about:
+# the code under it is the common path, not an opt-in.
+DEVICE_FLAG_RE = re.compile(r"^(use_?|with_?|on_?|enable_?|run_on_)?(gpus?|cuda|accel|"
+                            r"accelerator|device)(_?(enabled|available|on))?$", re.IGNORECASE)
 LASTISH_RE = re.compile(r"last|final|end|max|total|num_|n_|len|steps|epochs|iters", re.IGNORECASE)
 # A modulus that is the gradient-accumulation period: its `== 0` branch is the optimizer
 # step, which runs every step, not rarely.
@@ -284,7 +289,7 @@ class LoopModel:
             name = dotted(test) or ""
             if name in ctx.rare_names or RARE_NAME_RE.search(name.rsplit(".", 1)[-1]):
                 return "rare"
-            if self._opt_in(test, st):
+            if self._opt_in(test, st) and not DEVICE_FLAG_RE.match(name.rsplit(".", 1)[-1]):
                 return "rare"
             return None
         if isinstance(test, ast.Call):
@@ -353,8 +358,19 @@ class LoopModel:
         if isinstance(test, ast.Attribute) and options_owner(test.value):
             setting = ctx.program.setting(test.attr)
             return setting is not None and setting.default in (False, None, 0)
-        if isinstance(test, ast.Name) and st.func is not None:
-            return param_default(st.func, test.id) is False
+        if isinstance(test, ast.Name):
+            if st.func is not None and param_default(st.func, test.id) is False:
+                return True
+            # `wass_metric = args.wass_flag` ... `if wass_metric:` (assigned once)
+            scope = st.func
+            while True:
+                assigns = ctx.index.scoped_assigns.get((scope, test.id))
+                if assigns or scope is None:
+                    break
+                scope = ctx.index.owner.get(scope)
+            if assigns and len(assigns) == 1 and isinstance(assigns[0].value, ast.Attribute) \
+                    and options_owner(assigns[0].value.value):
+                return self._opt_in(assigns[0].value, st)
         return False
 
 

@@ -148,6 +148,9 @@ def _pins(index: ModuleIndex, call: ast.Call) -> tuple[str, ...]:
     return tuple(out)
 
 
+_CPU_DEVICES = frozenset({"str:cpu", "device:cpu"})
+
+
 class Describer:
     """Describes expressions of one module without looking at any other module."""
 
@@ -250,20 +253,27 @@ class Describer:
 
     def _first_uncached(self, assigns: list[ast.Assign | ast.AnnAssign], name: str,
                         scope: FuncDef | None, depth: int) -> str | None:
-        for a in assigns:
+        found: list[str | None] = []
+        for a in assigns[:8]:
             if a.value is None:
                 continue
             targets = a.targets if isinstance(a, ast.Assign) else [a.target]
             for t in targets:
                 if isinstance(t, (ast.Tuple, ast.List)) and dotted(t) is None:
-                    d = self._unpacked(t, a.value, name, scope, depth)
-                    if d is not None:
-                        return d
+                    if any(dotted(e) == name for e in t.elts):
+                        found.append(self._unpacked(t, a.value, name, scope, depth))
                 elif dotted(t) == name:
-                    d = self.describe(a.value, scope, depth + 1)
-                    if d is not None:
-                        return d
-        return None
+                    found.append(self.describe(a.value, scope, depth + 1))
+            if found and found[0] is not None and found[0] not in _CPU_DEVICES:
+                return found[0]
+        known = [d for d in found if d is not None]
+        if not known:
+            return None
+        if known[0] in _CPU_DEVICES and len(known) < len(found):
+            # `if distributed: device = local_rank` / `else: device = "cpu"`: the CPU is
+            # one path of several, not the device
+            return "device:any"
+        return next((d for d in known if d not in _CPU_DEVICES), known[0])
 
     def _unpacked(self, target: ast.Tuple | ast.List, value: ast.expr, name: str,
                   scope: FuncDef | None, depth: int) -> str | None:

@@ -251,6 +251,9 @@ class ValueModel:
         ctx = self.ctx
         func = node.func
         tail = callee_tail(node)
+        if ctx.devices.gpu_tensor_type(func) or (tail == "type" and node.args and isinstance(
+                func, ast.Attribute) and ctx.devices.gpu_tensor_type(node.args[0])):
+            return GPU  # `Tensor(np.ones(n))`, `imgs.type(Tensor)` (Tensor: torch.cuda.FloatTensor)
         if isinstance(func, ast.Attribute):
             recv = self.kind(func.value, st)
             if tail == "to":

@@ -343,6 +343,50 @@ class Walker:
             return False
         return self.ctx.index.owner.get(st.hot.node) is st.func
 
+    def _parameters_of_model(self, loop: ast.For | ast.AsyncFor, st: State) -> ast.expr | None:
+        """The loop target that holds a GPU model's parameters, in a GPU program:
+        `p` in `for p in net.parameters()`, in `for name, p in layer.named_parameters()`
+        (also a child module's: `list(net.children())[-1]`)."""
+        ctx = self.ctx
+        it = loop.iter
+        if not ctx.gpu_program or not isinstance(it, ast.Call) or not isinstance(
+                it.func, ast.Attribute) or it.func.attr not in {"parameters", "named_parameters"}:
+            return None
+        owner: ast.expr = it.func.value
+        for _ in range(4):  # `list(net.children())[-1]`: a part of a model is a model
+            if isinstance(owner, ast.Subscript):
+                owner = owner.value
+            elif isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) \
+                    and owner.func.id == "list" and owner.args:
+                owner = owner.args[0]
+            elif isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute) \
+                    and owner.func.attr in {"children", "modules"}:
+                owner = owner.func.value
+            else:
+                break
+        values = ctx.values
+        if not (is_model(values.kind(owner, st)) or values.looks_like_module(owner, st)
+                or self._assigned_from_model(owner, st)):
+            return None
+        if it.func.attr == "parameters":
+            return loop.target
+        if isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2:
+            return loop.target.elts[1]
+        return None
+
+    def _assigned_from_model(self, owner: ast.expr, st: State) -> bool:
+        """`last_layer = list(net.children())[-1]`: a part of a model is a model."""
+        if not isinstance(owner, ast.Name):
+            return False
+        for a in self.ctx.index.scoped_assigns.get((st.func, owner.id), ()):
+            for sub in ast.walk(a.value) if a.value is not None else ():
+                if isinstance(sub, ast.Call) and callee_tail(sub) in {"children", "modules"} \
+                        and isinstance(sub.func, ast.Attribute):
+                    k = self.ctx.values.kind(sub.func.value, st)
+                    if is_model(k) or self.ctx.values.looks_like_module(sub.func.value, st):
+                        return True
+        return False
+
     def _walk_loop(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> None:
         ctx = self.ctx
         kind = ctx.loops.classify(loop, st) if not st.optional else None
@@ -384,6 +428,10 @@ class Walker:
                     inner.env[name] = GPU
                 else:
                     inner.env.pop(name, None)
+            params = self._parameters_of_model(loop, st)
+            if params is not None:  # `for name, p in model.named_parameters():`
+                for name in target_names(params):
+                    inner.env[name] = GPU
             if on_device:
                 ctx.note_batches_to_gpu(src)
             # enumerate(loader): the counter is a host int, not batch data
@@ -490,6 +538,12 @@ class Walker:
     def _note_batch_move(self, call: ast.Call, st: State) -> None:
         """Remember that batch data goes to a GPU (the pin-memory rule asks)."""
         func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "type" and call.args \
+                and data_root(func.value) in st.batch \
+                and self.ctx.devices.gpu_tensor_type(call.args[0]):
+            root = data_root(func.value)  # `imgs.type(Tensor)`, Tensor a CUDA tensor type
+            self.ctx.note_batches_to_gpu(st.batch_src.get(root or ""))
+            return
         if not isinstance(func, ast.Attribute) or func.attr not in {"to", "cuda"}:
             if st.batch and self.ctx.values.moves_batch(call, st):
                 root = next((data_root(a) for a in call.args if data_root(a) in st.batch), None)

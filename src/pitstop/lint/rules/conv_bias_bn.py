@@ -11,7 +11,9 @@ from pitstop.lint.context import ModuleContext
 from pitstop.lint.model import UNSAFE, Edit, Fix
 
 CODE = "LT016"
-CONVS = frozenset({"Conv1d", "Conv2d", "Conv3d", "LazyConv1d", "LazyConv2d", "LazyConv3d"})
+CONVS = frozenset({"Conv1d", "Conv2d", "Conv3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+                   "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+                   "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"})
 
 
 def _is_conv(node: ast.AST) -> TypeGuard[ast.Call]:
@@ -23,7 +25,7 @@ def _is_bn(node: ast.AST) -> TypeGuard[ast.Call]:
         ("BatchNorm", "SyncBatchNorm", "LazyBatchNorm"))
 
 
-def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.Call) -> None:
+def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.Call, *, fixable: bool = True) -> None:
     bias = arg_or_kw(conv, 7, "bias")
     if bias is None and has_star_kwargs(conv):
         return
@@ -43,8 +45,78 @@ def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.Call) -> None:
         f"`{tail}` has a bias (the default) and feeds `{callee_tail(bn)}` (line "
         f"{bn.lineno}), which subtracts the mean right away: the bias is "
         "computed, stored and updated for nothing. Pass `bias=False`.",
-        fix=Fix(UNSAFE, "pass bias=False", (edit,)),
+        fix=Fix(UNSAFE, "pass bias=False", (edit,)) if fixable else None,
     )
+
+
+# A module appended to a layer list, and the `if` depth of the append (-1: unknown)
+LayerItem = tuple[ast.expr, int]
+
+
+def _appended(stmt: ast.stmt) -> tuple[str, list[ast.expr]] | None:
+    """`layers.append(m)`, `layers.extend([a, b])`, `layers += [a, b]`,
+    `block.add_module("conv", m)`: the list's name and the modules added."""
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) \
+            and isinstance(stmt.value, (ast.List, ast.Tuple)):
+        name = dotted(stmt.target)
+        return (name, list(stmt.value.elts)) if name else None
+    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+        return None
+    call = stmt.value
+    if not isinstance(call.func, ast.Attribute):
+        return None
+    name = dotted(call.func.value)
+    if name is None or not call.args:
+        return None
+    tail = call.func.attr
+    if tail == "append" and len(call.args) == 1:
+        return name, [call.args[0]]
+    if tail == "extend" and isinstance(call.args[0], (ast.List, ast.Tuple)):
+        return name, list(call.args[0].elts)
+    if tail == "add_module" and len(call.args) == 2:
+        return name, [call.args[1]]
+    return None
+
+
+def _layer_sequences(body: list[ast.stmt], depth: int, out: dict[str, list[LayerItem]],
+                     local: dict[str, ast.expr]) -> None:
+    """The modules appended to each list, in the order the code appends them (into `if`
+    and `for` bodies, not into nested functions)."""
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name):
+            local[stmt.targets[0].id] = stmt.value  # `conv2d = nn.Conv2d(...)`
+        added = _appended(stmt)
+        if added is not None:
+            name, items = added
+            seq = out.setdefault(name, [])
+            for item in items:
+                if isinstance(item, ast.Name) and item.id in local:
+                    # (a named conv may be appended elsewhere without BN: depth unknown)
+                    seq.append((local[item.id], -1))
+                else:
+                    seq.append((item, depth))
+            continue
+        if isinstance(stmt, ast.If):
+            _layer_sequences(stmt.body, depth + 1, out, local)
+            _layer_sequences(stmt.orelse, depth + 1, out, local)
+        elif isinstance(stmt, (ast.For, ast.While, ast.With)):
+            _layer_sequences(stmt.body, depth, out, local)
+
+
+def _check_appends(ctx: ModuleContext) -> None:
+    """VGG-style builders: `layers += [conv2d, nn.BatchNorm2d(v), nn.ReLU()]` with
+    `conv2d = nn.Conv2d(...)` above, or `layers.append(nn.Conv2d(...))` followed by
+    `if bn: layers.append(nn.BatchNorm2d(...))`."""
+    for fns in ctx.index.functions.values():
+        for fn in fns:
+            seqs: dict[str, list[LayerItem]] = {}
+            _layer_sequences(fn.body, 0, seqs, {})
+            for seq in seqs.values():
+                for (a, da), (b, db) in pairwise(seq):
+                    if _is_conv(a) and _is_bn(b):
+                        # BN appended only on some path: `bias=False` would hurt the other
+                        _report(ctx, a, b, fixable=0 <= db <= da)
 
 
 def check(ctx: ModuleContext) -> None:
@@ -63,6 +135,7 @@ def check(ctx: ModuleContext) -> None:
         for a, b in pairwise(lst.elts):
             if _is_conv(a) and _is_bn(b):
                 _report(ctx, a, b)
+    _check_appends(ctx)
     # self.conv1 = Conv2d(...); self.bn1 = BatchNorm2d(...) used as bn1(conv1(x))
     # Names are per class: `self.conv` of one module is not `self.conv` of another.
     convs: dict[tuple[ast.AST | None, str], ast.Call] = {}

@@ -18,13 +18,25 @@ CREATORS = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "
 LEGACY = frozenset({"LongTensor", "FloatTensor", "IntTensor", "ByteTensor", "BoolTensor",
                     "DoubleTensor", "HalfTensor", "ShortTensor", "CharTensor", "Tensor"})
 _PASS_THROUGH = frozenset({"unsqueeze", "expand", "expand_as", "view", "reshape", "float", "long",
-                           "int", "bool", "half", "repeat", "t", "flip", "squeeze", "type"})
+                           "int", "bool", "half", "repeat", "t", "flip", "squeeze", "type",
+                           # in-place fills hand back the (CPU) tensor they filled
+                           "fill_", "zero_", "random_", "normal_", "uniform_", "bernoulli_",
+                           "exponential_", "geometric_", "index_fill_", "scatter_"})
 
 
 def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
     """The torch factory call a moved expression is built from: `torch.zeros(n)`, also
     inside `(torch.ones(k) * i)` or `torch.LongTensor(r).unsqueeze(0).expand_as(x)`."""
     for _ in range(6):
+        if isinstance(node, ast.Name):  # `idx = torch.empty(n, dtype=long)` ... `idx.cuda()`
+            # (the name's last assignment above this line)
+            line = node.lineno
+            before = [a for a in ctx.index.scoped_assigns.get((ctx.scope_of(node), node.id), ())
+                      if a.lineno < line and a.value is not None]
+            if not before:
+                return None
+            node = max(before, key=lambda a: a.lineno).value  # type: ignore[assignment]
+            continue
         if isinstance(node, ast.BinOp):
             left = _creator(ctx, node.left)
             node = left if left is not None else node.right
@@ -55,11 +67,61 @@ def _forward_input(ctx: ModuleContext, target: ast.AST, st: State) -> bool:
         and target.id != "self"
 
 
+def _host_data(ctx: ModuleContext, node: ast.AST) -> str | None:
+    """What builds ``node`` on the host, when it plainly does: "NumPy" (`np.zeros(n)`,
+    `0.75 * np.random.normal(...)`), "a Python list", or a CPU torch factory."""
+    for _ in range(4):
+        if isinstance(node, ast.BinOp):
+            node = node.left if isinstance(node.left, (ast.Call, ast.BinOp, ast.Subscript)) \
+                else node.right
+        elif isinstance(node, ast.Subscript):  # `np.eye(10)[labels]`
+            node = node.value
+        else:
+            break
+    if isinstance(node, (ast.List, ast.ListComp)):
+        return "a Python list"
+    if isinstance(node, ast.Call):
+        qn = qualname(node.func, ctx.aliases) or ""
+        if qn.startswith("numpy."):
+            return "NumPy"
+        if _creator(ctx, node) is not None:
+            return "torch on the CPU"
+    return None
+
+
+def _check_typed(ctx: ModuleContext, node: ast.Call, st: State) -> bool:
+    """`Tensor(np.random.normal(...))` and `torch.ones(n).type(Tensor)` with `Tensor` a
+    CUDA tensor type (`torch.cuda.FloatTensor if cuda else torch.FloatTensor`): host data
+    built and then copied every iteration. True when this call is of that form."""
+    devices = ctx.devices
+    moved: ast.AST | None = None
+    if devices.gpu_tensor_type(node.func):
+        moved = node.args[0] if len(node.args) == 1 and not node.keywords else None
+    elif isinstance(node.func, ast.Attribute) and node.func.attr == "type" and node.args \
+            and devices.gpu_tensor_type(node.args[0]):
+        moved = node.func.value
+    if moved is None:
+        return False
+    source = _host_data(ctx, moved)
+    if source is None:
+        return True
+    assert st.hot is not None
+    ctx.report(
+        CODE, node,
+        f"`{ctx.segment(node)}` builds its data on the host ({source}) and copies it to the GPU "
+        f"on every iteration of {st.hot.describe}; build it there: `torch.zeros/ones/randn/"
+        f"rand(..., device=...)`.",
+        evidence=(("loop_line", st.hot.line), ("creator", source)),
+    )
+    return True
+
+
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+    if not isinstance(node, ast.Call) or _check_typed(ctx, node, st) \
+            or not isinstance(node.func, ast.Attribute):
         return
     tail = node.func.attr
-    if tail not in {"to", "cuda"}:
+    if tail not in {"to", "cuda", "type_as"}:
         return
     inner = node.func.value
     direct = True  # `torch.zeros(n).to(d)`; else the creator is deeper in the expression
@@ -79,6 +141,11 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
             value = f'"cuda:{node.args[0].value}"' if node.args else '"cuda"'  # type: ignore[attr-defined]
         if any(kw.arg not in {"non_blocking"} for kw in node.keywords):
             value = None
+    elif tail == "type_as":  # `torch.zeros(n).type_as(x)`: x's dtype *and* device
+        target = node.args[0] if node.args else None
+        if target is None or (ctx.kind(target, st) != GPU and not _forward_input(ctx, target, st)):
+            return
+        value = None
     else:
         dev = kwarg(node, "device")
         target = dev.value if dev is not None else (node.args[0] if node.args else None)

@@ -1,0 +1,294 @@
+"""Idioms of older (pre-2.0) training code that is still run everywhere: the legacy CUDA
+tensor types (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`), a
+`--gpu` switch that defaults to False, devices chosen on several paths, layer lists built
+with `append`/`+=`, parameters read per step."""
+
+from __future__ import annotations
+
+import textwrap
+
+from lint_helpers import found, program
+
+from pitstop.lint import lint_source
+
+GAN = """\
+import argparse
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--n_epochs", type=int, default=100)
+ap.add_argument("--latent", type=int, default=64)
+cfg = ap.parse_args()
+on_gpu = True if torch.cuda.is_available() else False
+G = nn.Sequential(nn.Linear(cfg.latent, 512), nn.ReLU(), nn.Linear(512, 1024))
+D = nn.Sequential(nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 1))
+if on_gpu:
+    G.cuda()
+    D.cuda()
+FloatT = torch.cuda.FloatTensor if on_gpu else torch.FloatTensor
+LongT = torch.cuda.LongTensor if on_gpu else torch.LongTensor
+pairs = DataLoader(MyImages("data/"), batch_size=32, shuffle=True, num_workers=4,
+                   persistent_workers=True)
+opt_g = torch.optim.Adam(G.parameters())
+opt_d = torch.optim.Adam(D.parameters())
+
+
+def penalty(critic, real, fake):
+    mix = FloatT(np.random.random((real.size(0), 1)))
+    blend = (mix * real + (1 - mix) * fake).requires_grad_(True)
+    return critic(blend).mean()
+
+
+for epoch in range(cfg.n_epochs):
+    for k, (pics, tags) in enumerate(pairs):
+        real = pics.view(pics.size(0), -1).type(FloatT)
+        tags = tags.type(LongT)
+        ones = FloatT(pics.size(0), 1).fill_(1.0)
+        zeros = torch.zeros(pics.size(0), 1).type(FloatT)
+        noise = FloatT(0.5 * np.random.normal(0, 1, (pics.shape[0], cfg.latent)))
+        picks = [FloatT(np.eye(10)[t]) for t in range(3)]
+        opt_d.zero_grad(set_to_none=True)
+        loss_d = D(real).mean() - D(G(noise).detach()).mean() + penalty(D, real, G(noise))
+        loss_d.backward()
+        opt_d.step()
+"""
+
+
+def _lines(src: str, code: str) -> list[int]:
+    return sorted(f.line for f in lint_source(src, "gan.py") if f.code == code)
+
+
+def test_legacy_cuda_tensor_types_put_batches_and_noise_on_the_gpu() -> None:
+    # `pics.type(FloatT)` copies each batch to the GPU: the loader should pin
+    assert _lines(GAN, "LT003") == [19]
+    # host data (NumPy, a CPU factory) handed to a CUDA tensor type every step; a
+    # CUDA type called with sizes (`FloatT(n, 1)`) allocates on the GPU: no copy
+    assert _lines(GAN, "LT012") == [26, 36, 37, 38]
+
+
+def test_legacy_cpu_tensor_types_are_not_the_gpu() -> None:
+    src = GAN.replace("torch.cuda.FloatTensor if on_gpu else torch.FloatTensor",
+                      "torch.FloatTensor").replace("torch.cuda.LongTensor if on_gpu else ", "")
+    src = src.replace("if on_gpu:\n    G.cuda()\n    D.cuda()\n", "")
+    assert _lines(src, "LT012") == [] and _lines(src, "LT003") == []
+
+
+def test_cpu_built_then_moved_through_fill_type_as_and_a_name(tmp_path) -> None:
+    run = program(tmp_path, {"heads.py": """
+        import torch
+        import torch.nn as nn
+
+        class Head(nn.Module):
+            def __init__(self, classes):
+                super().__init__()
+                self.fc = nn.Linear(32, classes)
+                self.classes = classes
+
+            def forward(self, feats, target):
+                out = self.fc(feats)
+                stride = torch.zeros(1, out.shape[1]).fill_(8.0).type_as(feats)
+                order = torch.empty(feats.shape[0], dtype=torch.long)
+                order = order.random_(self.classes).cuda()
+                kept = torch.ones(4).type_as(out.shape)
+                return (out * stride).sum() + out[:, 0].gather(0, order).sum()
+        """, "fit.py": """
+        import torch
+        from heads import Head
+
+        net = Head(10).cuda()
+        sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+        data = torch.utils.data.DataLoader(Shards(), batch_size=8, num_workers=2,
+                                           pin_memory=True, persistent_workers=True)
+        for feats, target in data:
+            loss = net(feats.cuda(non_blocking=True), target.cuda(non_blocking=True))
+            sgd.zero_grad()
+            loss.backward()
+            sgd.step()
+        """}, select=("LT012",))
+    # (`.type_as(out.shape)`: not a tensor of the GPU, no finding)
+    assert found(run) == {("heads.py", 12, "LT012"), ("heads.py", 14, "LT012")}
+
+
+TRAIN_WITH_GPU_SWITCH = """
+import argparse
+import torch
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("-gpu", action="store_true", default=False, help="use gpu or not")
+parser.add_argument("-profile", action="store_true", default=False)
+args = parser.parse_args()
+net = make_net()
+if args.gpu:
+    net = net.cuda()
+train_data = DataLoader(Pictures(), batch_size=64, num_workers=4, persistent_workers=True)
+optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+for epoch in range(200):
+    for step, (images, labels) in enumerate(train_data):
+        if args.gpu:
+            images = images.cuda()
+            labels = labels.cuda()
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(images), labels)
+        loss.backward()
+        optimizer.step()
+        if args.profile:
+            torch.cuda.synchronize()
+"""
+
+
+def test_a_gpu_switch_off_by_default_is_the_gpu_path_not_an_opt_in() -> None:
+    got = lint_source(textwrap.dedent(TRAIN_WITH_GPU_SWITCH), "train.py",
+                      select=("LT001", "LT003"))
+    # the batches go to the GPU under `if args.gpu:` (how the program runs on one); the
+    # sync under `if args.profile:` (off by default) stays an opt-in
+    assert [(f.code, f.line) for f in got] == [("LT003", 13)]
+
+
+def test_a_flag_copied_into_a_local_name_is_still_an_opt_in() -> None:
+    src = textwrap.dedent(TRAIN_WITH_GPU_SWITCH).replace(
+        "        if args.profile:", "        if slow_checks:").replace(
+        "args = parser.parse_args()\n", "args = parser.parse_args()\nslow_checks = args.profile\n")
+    assert [f.code for f in lint_source(src, "train.py", select=("LT001",))] == []
+
+
+def test_a_device_that_is_cpu_on_one_path_only_is_not_the_cpu(tmp_path) -> None:
+    run = program(tmp_path, {"run.py": """
+        import argparse
+        import torch
+
+        def spawn(args):
+            return args.rank, args.rank % 8, 8
+
+        def fit(net, batches, opt, device):
+            for x, y in batches:
+                x = x.to(device)
+                y = y.to(device)
+                loss = torch.nn.functional.mse_loss(net(x), y)
+                record(y.detach().cpu().numpy())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+        def main():
+            ap = argparse.ArgumentParser()
+            ap.add_argument("--device", default="cpu")
+            ap.add_argument("--rank", type=int, default=-1)
+            args = ap.parse_args()
+            if args.rank != -1 or args.device != "cpu":
+                rank, local_rank, world = spawn(args)
+                device = local_rank
+            else:
+                device = "cpu"
+            net = torch.nn.Linear(8, 1).to(device)
+            batches = torch.utils.data.DataLoader(Rows(), batch_size=16, num_workers=2,
+                                                  pin_memory=True, persistent_workers=True)
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            for epoch in range(5):
+                fit(net, batches, opt, device)
+
+        main()
+        """}, select=("LT001", "LT008"))
+    assert found(run) == {("run.py", 9, "LT008"), ("run.py", 10, "LT008"),
+                          ("run.py", 12, "LT001")}
+
+
+def test_a_cpu_only_program_with_the_same_shape_stays_quiet(tmp_path) -> None:
+    run = program(tmp_path, {"run.py": """
+        import torch
+
+        def fit(net, batches, opt, device):
+            for x, y in batches:
+                x = x.to(device)
+                loss = torch.nn.functional.mse_loss(net(x), y)
+                record(y.detach().cpu().numpy())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+        if fast:
+            device = "cpu"
+        else:
+            device = "cpu"
+        net = torch.nn.Linear(8, 1).to(device)
+        fit(net, torch.utils.data.DataLoader(Rows(), batch_size=16), torch.optim.SGD(
+            net.parameters(), lr=0.1), device)
+        """}, select=("LT001", "LT008", "LT003"))
+    assert found(run) == set()
+
+
+def test_parameters_of_a_gpu_model_are_gpu_tensors() -> None:
+    src = textwrap.dedent("""
+        import torch
+        from torch.utils.tensorboard import SummaryWriter
+        tb = SummaryWriter()
+        net = build().cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for it, (x, y) in enumerate(loader):
+            loss = crit(net(x.cuda()), y.cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            head = list(net.children())[-1]
+            for pname, p in head.named_parameters():
+                if "weight" in pname:
+                    tb.add_scalar("grad/" + pname, p.grad.norm(), it)
+            for p in net.parameters():
+                print(pname)
+    """)
+    got = lint_source(src, "train.py", select=("LT001",))
+    # the gradient norm is a GPU tensor handed to TensorBoard; the parameter's name is not
+    assert [(f.line, dict(f.evidence)["sync"]) for f in got] == [(15, "logger")]
+
+
+LAYERS = """
+import torch.nn as nn
+
+
+def stack(cfg, with_bn=False):
+    layers, width = [], 3
+    for v in cfg:
+        if v == "pool":
+            layers += [nn.MaxPool2d(2)]
+            continue
+        conv = nn.Conv2d(width, v, kernel_size=3, padding=1)
+        if with_bn:
+            layers += [conv, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]
+        else:
+            layers += [conv, nn.ReLU(inplace=True)]
+        width = v
+    return nn.Sequential(*layers)
+
+
+def down(cin, cout, first=False):
+    parts = []
+    parts.append(nn.Conv2d(cin, cout, 3, 1, 1))
+    if not first:
+        parts.append(nn.BatchNorm2d(cout))
+    parts.append(nn.LeakyReLU(0.2, inplace=True))
+    parts.append(nn.Conv2d(cout, cout, 3, 2, 1, bias=False))
+    parts.append(nn.BatchNorm2d(cout))
+    parts.extend([nn.Conv2d(cout, cout, 1), nn.BatchNorm2d(cout)])
+    return parts
+
+
+def up(cin, cout):
+    seq = nn.Sequential()
+    seq.add_module("deconv", nn.ConvTranspose2d(cin, cout, 4, 2, 1))
+    seq.add_module("bn", nn.BatchNorm2d(cout))
+    seq.add_module("conv", nn.Conv2d(cout, cout, 3, padding=1))
+    seq.add_module("act", nn.ReLU())
+    return seq
+"""
+
+
+def test_conv_then_batchnorm_in_layer_lists_built_step_by_step() -> None:
+    got = {f.line: f for f in lint_source(textwrap.dedent(LAYERS), "layers.py",
+                                          select=("LT016",))}
+    assert sorted(got) == [11, 22, 28, 34]
+    # the fix (`bias=False`) is offered only where every path adds the BatchNorm
+    assert {line: f.fix is not None for line, f in got.items()} == {
+        11: False, 22: False, 28: True, 34: True}
