@@ -292,3 +292,86 @@ def test_conv_then_batchnorm_in_layer_lists_built_step_by_step() -> None:
     # the fix (`bias=False`) is offered only where every path adds the BatchNorm
     assert {line: f.fix is not None for line, f in got.items()} == {
         11: False, 22: False, 28: True, 34: True}
+
+
+def test_syncs_inside_a_modules_forward_and_its_loss_helpers(tmp_path) -> None:
+    run = program(tmp_path, {"detector.py": """
+        import torch
+        import torch.nn as nn
+
+        class Detector(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.backbone = nn.Linear(64, 85)
+
+            def forward(self, feats, targets, mode="gpu"):
+                out = self.backbone(feats)
+                if self.training:
+                    return self.assign_and_score(out, targets, mode)
+                return out
+
+            def assign_and_score(self, out, targets, mode):
+                per_image = (targets.sum(dim=2) > 0).sum(dim=1)
+                total = 0.0
+                for i in range(out.shape[0]):
+                    count = int(per_image[i])
+                    if mode == "cpu":
+                        out = out.cpu()
+                    total = total + out[i, :count].sum()
+                if mode == "slow":
+                    total = total * 1
+                return total / out.shape[0]
+        """, "train.py": """
+        import torch
+        from detector import Detector
+
+        net = Detector().cuda()
+        sgd = torch.optim.SGD(net.parameters(), lr=0.01)
+        for feats, targets in torch.utils.data.DataLoader(Boxes(), batch_size=4, num_workers=2,
+                                                           pin_memory=True,
+                                                           persistent_workers=True):
+            loss = net(feats.cuda(non_blocking=True), targets.cuda(non_blocking=True))
+            sgd.zero_grad()
+            loss.backward()
+            sgd.step()
+        """}, select=("LT001",))
+    # int() of a GPU count per image; `.cpu()` only on the CPU fallback path (`mode ==
+    # "cpu"`), and `mode == "slow"` compares strings, no tensor
+    assert found(run) == {("detector.py", 19, "LT001")}
+    (f,) = run.findings
+    assert "may live on the GPU" in f.message
+
+
+def test_the_self_test_of_an_imported_module_is_not_the_programs_loop(tmp_path) -> None:
+    files = {"losses.py": """
+        import torch
+
+        def smooth_l1(a, b):
+            return torch.nn.functional.smooth_l1_loss(a, b)
+
+        if __name__ == "__main__":
+            w = torch.zeros(3, device="cuda", requires_grad=True)
+            opt = torch.optim.SGD([w], lr=0.1)
+            for x, y in torch.utils.data.DataLoader(Pairs(), batch_size=2):
+                loss = smooth_l1(w * x.cuda(), y.cuda())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                print(loss.item())
+        """, "train.py": """
+        import torch
+        from losses import smooth_l1
+
+        net = torch.nn.Linear(3, 3).cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for x, y in torch.utils.data.DataLoader(Pairs(), batch_size=2, num_workers=2,
+                                                pin_memory=True, persistent_workers=True):
+            loss = smooth_l1(net(x.cuda(non_blocking=True)), y.cuda(non_blocking=True))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """}
+    assert found(program(tmp_path, files, select=("LT001",))) == set()
+    # linted on its own, the module is a program, and its loop is one
+    alone = program(tmp_path / "alone", {"losses.py": files["losses.py"]}, select=("LT001",))
+    assert found(alone) == {("losses.py", 14, "LT001")}

@@ -31,7 +31,10 @@ GATE_SUBSTRINGS = ("step(", ".backward(", "oader", "batches", "batch_iter", "dat
 # with `\b` or an alternation tries every position: 0.3 s on torch's files).
 GATE_DL = re.compile(r"dl(?![A-Za-z0-9])(?<![A-Za-z0-9]dl)")
 # forward() is analysed for tensors created on the CPU and moved: `torch.x(...).to(`.
-FORWARD_GATE = re.compile(r"\)\.(?:to|cuda)\(")
+# (a forward() that moves a new tensor, or reads one on the host: syncs in a model's or
+# loss's forward run once per batch)
+FORWARD_GATE = re.compile(r"\)\.(?:to|cuda|type_as)\(|\.(?:item|tolist|cpu|numpy)\(\)|"
+                          r"empty_cache|synchronize|\b(?:int|float)\(")
 
 
 def worth_analysing(text: str) -> bool:

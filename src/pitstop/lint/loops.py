@@ -267,6 +267,9 @@ class LoopModel:
                 names = " ".join(dotted(s) or "" for s in sides).lower()
                 if "rank" in names or "master" in names:
                     return None
+                if ctx.gpu_program and any(isinstance(s, ast.Constant) and s.value == "cpu"
+                                           for s in sides):
+                    return "rare"  # `if mode == "cpu":` a fallback off the GPU path
                 for s in sides:
                     if isinstance(s, ast.Constant) and isinstance(s.value, int):
                         return "rare"
@@ -277,6 +280,9 @@ class LoopModel:
                         return "rare"
                 return None
             if isinstance(op, ast.NotEq):
+                if ctx.gpu_program and any(isinstance(s, ast.Constant) and s.value == "cpu"
+                                           for s in sides):
+                    return "frequent"
                 return "frequent" if has_mod else None
             if isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)):
                 for side in sides:

@@ -701,6 +701,11 @@ class Program:
         return None
 
     @_query
+    def imported(self, module: str) -> bool:
+        """Does another module of the program import this one?"""
+        return any(module in out for key, out in self.graph().items() if key != module)
+
+    @_query
     def called_in_loop(self, module: str, qualname: str) -> bool:
         """Is the function called inside a loop somewhere in the program (so that a loop
         in it runs more than once: an epoch loop around `train(loader)`)?"""

@@ -180,8 +180,8 @@ class ValueModel:
             if isinstance(node, ast.Attribute):
                 inner = self.kind(node.value, st)
                 if inner in (GPU, MASK, DERIVED):
-                    if node.attr in META_ATTRS:
-                        return CPU
+                    if node.attr in META_ATTRS or node.attr.startswith("is_"):
+                        return CPU  # `x.shape`, `x.is_quantized`: host values
                     if inner == MASK and node.attr in {"T", "mT", "data"}:
                         return MASK
                     if node.attr in {"T", "mT", "H", "data", "grad", "real", "imag"} or \
@@ -216,6 +216,9 @@ class ValueModel:
         if isinstance(node, ast.Compare):
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
                 return CPU
+            if any(isinstance(c, ast.Constant) and isinstance(c.value, str)
+                   for c in (node.left, *node.comparators)):
+                return CPU  # `mode == "train"`: a string, not a tensor
             kinds = [self.kind(node.left, st)] + [self.kind(c, st) for c in node.comparators]
             if GPU in kinds or MASK in kinds:
                 return MASK
@@ -251,6 +254,8 @@ class ValueModel:
         ctx = self.ctx
         func = node.func
         tail = callee_tail(node)
+        if tail.startswith(("is_", "has_")):
+            return CPU  # `x.is_complex()`, `has_torch_function(args)`: Python booleans
         if ctx.devices.gpu_tensor_type(func) or (tail == "type" and node.args and isinstance(
                 func, ast.Attribute) and ctx.devices.gpu_tensor_type(node.args[0])):
             return GPU  # `Tensor(np.ones(n))`, `imgs.type(Tensor)` (Tensor: torch.cuda.FloatTensor)
@@ -310,7 +315,8 @@ class ValueModel:
         if tail in {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel",
                     "FSDP", "compile"} and (tail != "compile" or "torch" in qn):
             return MODEL if ctx.gpu_program else None
-        if tail in {"float", "int", "bool", "len", "str", "repr", "round", "abs", "time",
+        if tail in {"float", "int", "bool", "len", "str", "repr", "round", "abs", "time", "type",
+                    "id", "hash", "callable", "isinstance", "issubclass", "hasattr",
                     "perf_counter"} and isinstance(func, ast.Name):
             return CPU
         if tail == "DataLoader" or tail in DROP_INS:

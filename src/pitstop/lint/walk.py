@@ -98,7 +98,12 @@ class Walker:
         index = ctx.index
         self.rules = rules
         top = State()
-        self.walk_body(index.tree.body, top)
+        body = index.tree.body
+        if ctx.program.imported(ctx.key):
+            # a module that the program imports runs its `if __name__ == "__main__":`
+            # block only when started on its own: a self-test, not this program's loop
+            body = [s for s in body if not _main_guard(s)]
+        self.walk_body(body, top)
         global_env = dict(top.env)
         engine_steps = self._framework_loops()
         for fns in index.functions.values():
@@ -111,6 +116,8 @@ class Walker:
                     # forward() runs once per batch. Its arguments' devices are unknown, so
                     # only rules that do not depend on them look at it (tensor-on-device).
                     env = {**global_env, **self.class_env(cls)}  # type: ignore[arg-type]
+                    if ctx.gpu_program:
+                        env.update(self.forward_inputs(fn))
                     hot = HotLoop(fn, "forward", fn.lineno, ctx.path)
                     self.walk_body(fn.body, State(hot=hot, env=env, func=fn))
                     continue
@@ -176,6 +183,18 @@ class Walker:
         if len(params) >= 2:
             st.batch.add(params[1])
         self.walk_body(fn.body, st)
+
+    def forward_inputs(self, fn: FuncDef) -> dict[str, str]:
+        """In a GPU program, the inputs a module's forward() is handed (its parameters
+        without a default) live where the module does; what the others hold comes from
+        the program's calls, as for any function."""
+        env = self.param_env(fn)
+        positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        required = positional[:len(positional) - len(fn.args.defaults)]
+        for name in required:
+            if name != "self":
+                env.setdefault(name, GPU)
+        return env
 
     def param_env(self, fn: FuncDef) -> dict[str, str]:
         """What the program's callers pass for the function's parameters."""
@@ -614,3 +633,11 @@ def is_loader_value(k: str | None) -> bool:
 
 def _generates(loop: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) and callee_tail(n) == "generate" for n in ast.walk(loop))
+
+
+def _main_guard(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`"""
+    t = stmt.test if isinstance(stmt, ast.If) else None
+    return isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) \
+        and t.left.id == "__name__" and len(t.comparators) == 1 \
+        and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__"

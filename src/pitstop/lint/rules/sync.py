@@ -37,7 +37,13 @@ def _report(ctx: ModuleContext, node: ast.AST, st: State, what: str, sync: str) 
     assert st.hot is not None
     via = f" {st.via}" if st.via else ""
     origin = ctx.device_origin
-    if origin is not None and not origin.certain:
+    if st.hot.kind == "forward" and origin is not None:
+        # (forward's inputs are taken to be where the module is: an inference)
+        wait = ("when the module runs on the GPU, the CPU waits there for the GPU to "
+                "finish all queued work")
+        what = what.replace("a GPU scalar", "a scalar that may live on the GPU").replace(
+            "a GPU tensor", "a tensor that may live on the GPU")
+    elif origin is not None and not origin.certain:
         wait = (f"when the program runs on its accelerator ({origin.what}, "
                 f"{origin.path}:{origin.line}), the CPU waits there for the GPU to finish "
                 "all queued work")
@@ -51,6 +57,8 @@ def _report(ctx: ModuleContext, node: ast.AST, st: State, what: str, sync: str) 
         f"{wait}. Keep the value on the device and read it every N steps "
         f"(`if step % log_every == 0:`).",
         evidence=(("sync", sync), ("loop_line", st.hot.line), ("loop_kind", st.hot.kind)),
+        # a forward() is per batch only in a program that trains (not in a library's tree)
+        condition="+train_program" if st.hot.kind == "forward" else "",
     )
 
 
@@ -81,8 +89,6 @@ def _host_tensor(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
 
 
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
-    if st.hot is not None and st.hot.kind == "forward":
-        return  # the devices of forward()'s arguments are unknown: no guessing
     if st.hot is not None and (st.hot.generates or st.hot.measures):
         return  # decoding reads every token on the host anyway; a benchmark syncs to time
     if isinstance(node, (ast.Assign, ast.AugAssign)):
