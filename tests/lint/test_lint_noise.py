@@ -49,3 +49,21 @@ def test_folders_above_the_linted_path_do_not_make_it_test_code(tmp_path, pitsto
     (d / "train.py").write_text(TRAIN_TEST.replace("def test_model_learns", "def main"))
     r = pitstop_cli("lint", str(d), "--format", "json")
     assert "LT001" in _codes(r)
+
+
+def test_a_script_named_like_a_test_but_written_as_a_training_script_is_linted(
+        tmp_path, pitstop_cli) -> None:
+    # `word_lm_test.py` trains a model end to end: no test function, no test framework
+    script = TRAIN_TEST.replace("def test_model_learns():", "def main():") + "\nmain()\n"
+    for rel in ("lm/word_lm_test.py", "lm/tests/check_test.py"):
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(script)
+    r = pitstop_cli("lint", str(tmp_path / "lm" / "word_lm_test.py"), "--format", "json")
+    assert {"LT001", "LT002"} <= _codes(r), r.stdout
+    # one test function or a test framework is enough to make it test code again
+    for extra in ("\n\ndef test_shapes():\n    pass\n", "\nimport pytest\n",
+                  "\nclass TestLoop(unittest.TestCase):\n    pass\n"):
+        (tmp_path / "lm" / "word_lm_test.py").write_text(script + extra)
+        r = pitstop_cli("lint", str(tmp_path / "lm" / "word_lm_test.py"), "--format", "json")
+        assert _codes(r) == {"LT007"}, (extra, r.stdout)

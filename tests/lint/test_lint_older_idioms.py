@@ -375,3 +375,45 @@ def test_the_self_test_of_an_imported_module_is_not_the_programs_loop(tmp_path) 
     # linted on its own, the module is a program, and its loop is one
     alone = program(tmp_path / "alone", {"losses.py": files["losses.py"]}, select=("LT001",))
     assert found(alone) == {("losses.py", 14, "LT001")}
+
+
+def test_losses_gathered_in_a_dict_and_reduced_by_a_helper_are_gpu_values(tmp_path) -> None:
+    run = program(tmp_path, {"dist_utils.py": """
+        import torch
+        import torch.distributed as dist
+
+        def reduce_losses(losses):
+            if not dist.is_initialized():
+                return losses
+            names = sorted(losses)
+            stacked = torch.stack([losses[n] for n in names])
+            dist.reduce(stacked, dst=0)
+            return dict(zip(names, stacked))
+        """, "train_gan.py": """
+        import torch
+        from dist_utils import reduce_losses
+
+        gen, disc = make_gen().cuda(), make_disc().cuda()
+        g_opt = torch.optim.Adam(gen.parameters())
+        pics = torch.utils.data.DataLoader(Pics(), batch_size=8, num_workers=2, pin_memory=True,
+                                           persistent_workers=True)
+        for step, real in enumerate(pics):
+            real = real.cuda(non_blocking=True)
+            losses = {}
+            g_loss = disc(gen(torch.randn(8, 128, device="cuda"))).mean()
+            losses["g"] = g_loss
+            g_opt.zero_grad()
+            g_loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(gen.parameters(), 1.0)
+            g_opt.step()
+            shown = reduce_losses(losses)
+            g_val = shown["g"].mean().item()
+            stats = {"norm": norm, "step": step, "lr": 1e-4}
+            for name, value in losses.items():
+                print(name)
+            print(f"step {stats['step']} lr {stats['lr']}")
+            print(f"grad norm {stats['norm']:.3f}")
+        """}, select=("LT001",))
+    # the reduced dict's item (a helper computed it from GPU values), and the gradient
+    # norm clip_grad_norm_ hands back; not the dict's keys or its plain numbers
+    assert found(run) == {("train_gan.py", 18, "LT001"), ("train_gan.py", 23, "LT001")}

@@ -98,6 +98,7 @@ def merge(path: str, parts: list[FileResult]) -> FileResult:
         out.uses |= p.uses
         out.answers.update(p.answers)
         out.analyzed = out.analyzed and p.analyzed
+        out.test_code = out.test_code or p.test_code
     out.summary = merge_summaries(path, summaries) if summaries else None
     out.answers = {}  # too big to look at again against the program: judged in pieces
     return out

@@ -47,6 +47,13 @@ OR = "\t"  # alternatives inside one condition token
 ANY = " || "  # alternative clauses of a condition
 
 
+# What test code is written with. A file named like a test that has none of it is a script
+# (`word_cnn_test.py` that trains a model end to end), linted as one.
+TEST_CODE_RE = re.compile(r"^\s*(?:async\s+)?def test|^\s*class Test|^\s*(?:import|from) "
+                          r"(?:pytest|unittest|hypothesis|nose)\b|@pytest\.|TestCase\b|"
+                          r"run_tests\(", re.MULTILINE)
+
+
 def is_test_path(path: str) -> bool:
     """Test code (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`)."""
     return TEST_PATH_RE.search(path.replace("\\", "/")) is not None
@@ -109,6 +116,7 @@ class ModuleContext:
         self.local_world_size = self.options.local_world_size
         if test is None:
             test = self.key in analysis.tests if analysis.tests is not None else is_test_path(path)
+            test = test and (not text or TEST_CODE_RE.search(text) is not None)
         self.is_test = test
         self.describer = Describer(self.index)
         self.devices = DeviceModel(self)

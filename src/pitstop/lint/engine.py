@@ -42,7 +42,15 @@ from pitstop.lint.analyze import (
     worth_analysing,
 )
 from pitstop.lint.chunks import CHUNK_BYTES, Chunk
-from pitstop.lint.context import ANY, OR, USE_GPU_ANY, USE_TRAIN, Analysis, ModuleContext
+from pitstop.lint.context import (
+    ANY,
+    OR,
+    TEST_CODE_RE,
+    USE_GPU_ANY,
+    USE_TRAIN,
+    Analysis,
+    ModuleContext,
+)
 from pitstop.lint.discover import SourceFile, not_a_file
 from pitstop.lint.index import ModuleIndex
 from pitstop.lint.loaders import dataloader_calls
@@ -135,7 +143,7 @@ def lint_text(text: str, path: str, options: LintOptions,
         answers = {q: a for q, a in answers.items() if q[0] != "device_origin"}
     return FileResult(path, _filter(ctx.findings, lines, extra_ignores), [],
                       frozenset(ctx.facts), _top_imports(ctx.index), summary=summary,
-                      answers=answers, uses=frozenset(ctx.analysis.uses))
+                      answers=answers, uses=frozenset(ctx.analysis.uses), test_code=ctx.is_test)
 
 
 def _top_imports(index: ModuleIndex) -> frozenset[str]:
@@ -248,6 +256,8 @@ def _lint_bytes(data: bytes, path: str, options: LintOptions,
         return FileResult(path, diagnostics=[Diagnostic(
             path, f"cannot decode as UTF-8 or its declared encoding ({err.__class__.__name__})")])
     try:
+        if test:  # named like a test: written as one (test functions, a framework)?
+            test = TEST_CODE_RE.search(text) is not None
         return lint_text(text, path, options, extra_ignores, test=test)
     except SyntaxError as err:
         return FileResult(path, diagnostics=[Diagnostic(
@@ -414,7 +424,8 @@ def _items(f: SourceFile, ign: tuple[str, ...], options: LintOptions) -> list[It
         return whole
     pieces = chunks.split(data, CHUNK_BYTES)
     header = chunks.import_header(data)
-    return [(path, options, ign, f.is_test, p,
+    test = f.is_test and TEST_CODE_RE.search(data.decode("utf-8", "replace")) is not None
+    return [(path, options, ign, test, p,
              pieces[i + 1].end if i + 1 < len(pieces) else p.end, header)
             for i, p in enumerate(pieces)]
 
@@ -690,7 +701,9 @@ def lint_paths_files(files: list[SourceFile], options: LintOptions,
     with _gc_paused():
         results = run_files(files, options, ignores_for, jobs=jobs, progress=progress)
         program = link(results, options, roots)
-        tests = frozenset(program.key(str(f.path)) for f in files if f.is_test)
+        path_tests = frozenset(str(f.path) for f in files if f.is_test)
+        tests = frozenset(program.key(r.path) for r in results
+                          if r.path in path_tests and (r.test_code or not r.analyzed))
         second_look(results, program, options, ignores_for, jobs, tests)
         resolve_program_findings(results, program)
     run = RunResult(results=sorted(results, key=lambda r: r.path), files=len(files))

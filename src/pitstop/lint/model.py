@@ -183,4 +183,5 @@ class FileResult:
     summary: Any = None  # its ModuleSummary, for the program (None: not parsed)
     answers: dict[Any, Any] = field(default_factory=dict)  # questions asked of the program
     uses: frozenset[str] = frozenset()  # what its loops do with loaders (program facts)
+    test_code: bool = False  # test code (by path and by what it is written with)
     sha: str = ""  # content hash

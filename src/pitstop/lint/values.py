@@ -191,7 +191,11 @@ class ValueModel:
             return None
         if isinstance(node, ast.Constant):
             return CPU
-        if isinstance(node, (ast.JoinedStr, ast.Dict, ast.Set)):
+        if isinstance(node, ast.Dict):
+            # a dict of GPU tensors (`{"d": d_loss, "g": g_loss}`): its items are on the GPU
+            return GPU if any(v is not None and self.kind(v, st) in (GPU, MASK)
+                              for v in node.values[:16]) else CPU
+        if isinstance(node, (ast.JoinedStr, ast.Set)):
             return CPU
         if isinstance(node, ast.Call):
             return self._call_kind(node, st)
@@ -224,8 +228,11 @@ class ValueModel:
                 return MASK
             return CPU if all(k == CPU for k in kinds) else None
         if isinstance(node, ast.Subscript):
+            item = self._dict_item(node, st)
+            if item is not None:  # `metrics["step"]` of `metrics = {"loss": loss, "step": n}`
+                return self.kind(item, st)
             inner = self.kind(node.value, st)
-            if inner in (GPU, MASK):
+            if inner in (GPU, MASK, DERIVED):
                 return inner
             if inner is None and root_name(node.value) not in st.batch \
                     and self.kind(node.slice, st) in (GPU, MASK):
@@ -242,6 +249,20 @@ class ValueModel:
             return GPU if self.kind(node.elt, st) == GPU else None
         if isinstance(node, ast.DictComp):  # `{k: v.to(device) for k, v in batch.items()}`
             return GPU if self.kind(node.value, st) == GPU else None
+        return None
+
+    def _dict_item(self, node: ast.Subscript, st: State) -> ast.expr | None:
+        """The value stored under a literal key of a dict display assigned just above."""
+        if not (isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant)):
+            return None
+        before = [a for a in self.ctx.index.scoped_assigns.get((st.func, node.value.id), ())
+                  if a.lineno < node.lineno]
+        last = max(before, key=lambda a: a.lineno).value if before else None
+        if not isinstance(last, ast.Dict):
+            return None
+        for k, v in zip(last.keys, last.values, strict=True):
+            if isinstance(k, ast.Constant) and k.value == node.slice.value:
+                return v
         return None
 
     def tuple_has_gpu(self, node: ast.AST, st: State) -> bool:
@@ -288,7 +309,7 @@ class ValueModel:
                                            "requires_grad_", "to_empty"}:
                 return recv
             if recv in (GPU, MASK):
-                if tail in HOST_METHODS:
+                if tail in HOST_METHODS or tail == "keys":
                     return CPU
                 if tail in MASK_METHODS:
                     return MASK
@@ -312,6 +333,8 @@ class ValueModel:
                     if not isinstance(a, ast.Starred)):
                 return GPU  # accelerator.gather(loss), dist_util.reduce_mean(loss)
         qn = qualname(func, ctx.aliases) or ""
+        if tail == "clip_grad_norm_" and ctx.gpu_program:
+            return GPU  # the total norm, a tensor on the parameters' device
         if tail in {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel",
                     "FSDP", "compile"} and (tail != "compile" or "torch" in qn):
             return MODEL if ctx.gpu_program else None
@@ -359,7 +382,12 @@ class ValueModel:
         sym = ctx.callee_sym(node, st) if st.per_batch else None
         if sym is not None and sym.kind == "func":
             # a function of the program: what it returns, not what its name suggests
-            return self.return_kind_of_call(node, st)
+            found = self.return_kind_of_call(node, st)
+            if found is None and tail not in NOT_DERIVED and any(
+                    self.kind(a, st) in (GPU, MASK, DERIVED) for a in node.args
+                    if not isinstance(a, ast.Starred)):
+                return DERIVED  # `reduce_loss_dict(losses)`: computed from GPU values
+            return found
         if tail[:1].isupper() and not tail.isupper() and tail not in {"Tensor", "DataLoader"} \
                 and isinstance(func, (ast.Name, ast.Attribute)) and not qn.startswith(
                     ("torch.utils", "numpy", "collections", "typing")):

@@ -27,7 +27,17 @@ from pitstop.lint.astutil import (
 )
 from pitstop.lint.index import LOOPS, FuncDef
 from pitstop.lint.loops import ENGINES, LIGHTNING_HOOKS
-from pitstop.lint.values import CPU, GPU, GPU_LIST, MASK, MODEL, is_loader_kind, is_model, placed
+from pitstop.lint.values import (
+    CPU,
+    DERIVED,
+    GPU,
+    GPU_LIST,
+    MASK,
+    MODEL,
+    is_loader_kind,
+    is_model,
+    placed,
+)
 
 if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
@@ -263,6 +273,15 @@ class Walker:
                 for rule in self.rules:  # `losses[k] = loss` into a CPU tensor copies it
                     rule(ctx, stmt, st)
             values.bind(stmt.targets, stmt.value, st)
+            for t in stmt.targets:  # `losses["d"] = d_loss`: a container of GPU tensors
+                if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+                        and st.env.get(t.value.id) in (None, CPU, DERIVED) \
+                        and not _host_tensor_name(ctx, t.value.id, st):
+                    k = values.kind(stmt.value, st)
+                    if k in (GPU, MASK):
+                        st.env[t.value.id] = GPU
+                    elif k == DERIVED and st.env.get(t.value.id) != GPU:
+                        st.env[t.value.id] = DERIVED
             if isinstance(stmt.value, ast.Call) and values.is_model_callee(stmt.value.func, st) \
                     and callee_tail(stmt.value) in {"to", "cuda"}:
                 for t in stmt.targets:
@@ -447,6 +466,10 @@ class Walker:
                     inner.env[name] = GPU
                 else:
                     inner.env.pop(name, None)
+            if ik == GPU and isinstance(loop.iter, ast.Call) and callee_tail(loop.iter) == "items" \
+                    and isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2:
+                for name in target_names(loop.target.elts[0]):
+                    inner.env[name] = CPU  # the keys of a dict of GPU tensors are host values
             params = self._parameters_of_model(loop, st)
             if params is not None:  # `for name, p in model.named_parameters():`
                 for name in target_names(params):
@@ -641,3 +664,15 @@ def _main_guard(stmt: ast.stmt) -> bool:
     return isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) \
         and t.left.id == "__name__" and len(t.comparators) == 1 \
         and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__"
+
+
+def _host_tensor_name(ctx: ModuleContext, name: str, st: State) -> bool:
+    """Is ``name`` a tensor built on the host (`torch.zeros(n)`), not a container?"""
+    from pitstop.lint.values import CREATORS
+
+    for a in ctx.index.scoped_assigns.get((st.func, name), ()):
+        v = a.value
+        if isinstance(v, ast.Call) and (callee_tail(v) in CREATORS or callee_tail(v).endswith(
+                "Tensor") or callee_tail(v) == "cpu"):
+            return True
+    return False
