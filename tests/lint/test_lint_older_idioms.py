@@ -417,3 +417,54 @@ def test_losses_gathered_in_a_dict_and_reduced_by_a_helper_are_gpu_values(tmp_pa
     # the reduced dict's item (a helper computed it from GPU values), and the gradient
     # norm clip_grad_norm_ hands back; not the dict's keys or its plain numbers
     assert found(run) == {("train_gan.py", 18, "LT001"), ("train_gan.py", 23, "LT001")}
+
+
+def test_losses_over_lists_of_discriminator_outputs_and_variable_wrapped_batches() -> None:
+    src = textwrap.dedent("""
+        import torch
+        import torch.nn.functional as F
+        from torch.autograd import Variable
+
+        def adversarial_loss(real_outs, fake_outs):
+            total, parts = 0, []
+            for real, fake in zip(real_outs, fake_outs):
+                part = torch.mean((1 - real) ** 2) + torch.mean(fake ** 2)
+                total = total + part
+                parts.append(part.item())
+            for k, out in enumerate(fake_outs):
+                print(k)
+            return total, parts
+
+        def spectrum(wave):
+            if torch.min(wave) < -1.0:
+                print("min value is", torch.min(wave))
+            return torch.stft(wave, 1024, return_complex=True).abs()
+
+        dev = torch.device("cuda:{:d}".format(0))
+        gen, disc = Gen().to(dev), MultiDisc().to(dev)
+        opt = torch.optim.AdamW(disc.parameters())
+        for epoch in range(10):
+            for i, (wave, mel) in enumerate(train_loader):
+                wave = Variable(wave.to(dev, non_blocking=True))
+                fake = gen(mel.to(dev, non_blocking=True))
+                real_outs, fake_outs = disc(wave), disc(fake.detach())
+                loss, parts = adversarial_loss(real_outs, fake_outs)
+                loss = loss + F.l1_loss(spectrum(wave), spectrum(fake))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if i % 500 == 0:
+                    with torch.no_grad():
+                        for j, (vwave, vmel) in enumerate(val_loader):
+                            vfake = gen(vmel.to(dev))
+                            vwave = Variable(vwave.to(dev))
+                            err = F.l1_loss(vwave, vfake).item()
+                            if j <= 4:
+                                keep(vfake.squeeze(0).cpu().numpy())
+    """)
+    got = sorted((f.line, dict(f.evidence)["sync"]) for f in lint_source(src, "train.py",
+                                                                         select=("LT001",)))
+    # the list items' .item() in the loss; the data check's `if` (not the print that only
+    # runs when it fails); the validation loss (Variable is the tensor it wraps); not the
+    # first five validation batches kept for inspection
+    assert got == [(11, "item"), (17, "control-flow"), (39, "item")]

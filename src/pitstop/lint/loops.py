@@ -284,6 +284,12 @@ class LoopModel:
                                            for s in sides):
                     return "frequent"
                 return "frequent" if has_mod else None
+            if isinstance(op, (ast.Lt, ast.LtE)) and isinstance(test.left, ast.Name) \
+                    and isinstance(test.comparators[0], ast.Constant) \
+                    and isinstance(test.comparators[0].value, int) \
+                    and not isinstance(test.comparators[0].value, bool) \
+                    and test.comparators[0].value <= 16:
+                return "rare"  # `if j <= 4:` the first few iterations only
             if isinstance(op, (ast.Gt, ast.GtE, ast.Lt, ast.LtE)):
                 for side in sides:
                     for sub in ast.walk(side):

@@ -333,6 +333,9 @@ class ValueModel:
                     if not isinstance(a, ast.Starred)):
                 return GPU  # accelerator.gather(loss), dist_util.reduce_mean(loss)
         qn = qualname(func, ctx.aliases) or ""
+        if tail == "Variable" and node.args and qn in {"torch.autograd.Variable", "Variable",
+                                                       "torch.autograd.variable.Variable"}:
+            return self.kind(node.args[0], st)  # the pre-0.4 wrapper: the tensor itself
         if tail == "clip_grad_norm_" and ctx.gpu_program:
             return GPU  # the total norm, a tensor on the parameters' device
         if tail in {"DistributedDataParallel", "DDP", "DataParallel", "FullyShardedDataParallel",

@@ -332,8 +332,12 @@ class Walker:
                 self.walk_body(stmt.body, replace(st, optional=True))
                 self.walk_body(stmt.orelse, st)
                 return
+            # (a test on GPU values that only reports, `if torch.min(y) < -1: print(...)`,
+            # checks the data: its body is the exception, the test itself is the sync)
+            checks_data = st.per_batch and not stmt.orelse and _only_reports(stmt.body) \
+                and ctx.values.kind(stmt.test, st) in (GPU, MASK)
             self.walk_body(stmt.body, replace(st, rare=True) if st.hot and (
-                rare or self._leaves_loop(stmt.body, st)) else st)
+                rare or checks_data or self._leaves_loop(stmt.body, st)) else st)
             self.walk_body(stmt.orelse, replace(st, rare=True) if st.hot and stmt.orelse
                            and self._leaves_loop(stmt.orelse, st) else st)
         elif isinstance(stmt, LOOPS):
@@ -380,6 +384,24 @@ class Walker:
         if st.hot.path and st.hot.path != self.ctx.path:
             return False
         return self.ctx.index.owner.get(st.hot.node) is st.func
+
+    def _zipped_kinds(self, it: ast.expr, target: ast.expr, st: State
+                      ) -> list[tuple[ast.expr, str]]:
+        """`for real, fake in zip(real_outs, fake_outs)` over lists of GPU tensors, `for i,
+        out in enumerate(outs)`: the kind of each part of the loop target."""
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and isinstance(target, ast.Tuple)):
+            return []
+        values = self.ctx.values
+        if it.func.id == "zip" and len(it.args) == len(target.elts) and not it.keywords:
+            return [(t, GPU) for t, a in zip(target.elts, it.args, strict=True)
+                    if values.kind(a, st) in (GPU, GPU_LIST)]
+        if it.func.id == "enumerate" and len(target.elts) == 2 and it.args:
+            out: list[tuple[ast.expr, str]] = [(target.elts[0], CPU)]
+            if values.kind(it.args[0], st) in (GPU, GPU_LIST):
+                out.append((target.elts[1], GPU))
+            return out
+        return []
 
     def _parameters_of_model(self, loop: ast.For | ast.AsyncFor, st: State) -> ast.expr | None:
         """The loop target that holds a GPU model's parameters, in a GPU program:
@@ -466,6 +488,10 @@ class Walker:
                     inner.env[name] = GPU
                 else:
                     inner.env.pop(name, None)
+            if not batchy and not on_device:
+                for t, k in self._zipped_kinds(loop.iter, loop.target, st):
+                    for name in target_names(t):
+                        inner.env[name] = k
             if ik == GPU and isinstance(loop.iter, ast.Call) and callee_tail(loop.iter) == "items" \
                     and isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2:
                 for name in target_names(loop.target.elts[0]):
@@ -676,3 +702,18 @@ def _host_tensor_name(ctx: ModuleContext, name: str, st: State) -> bool:
                 "Tensor") or callee_tail(v) == "cpu"):
             return True
     return False
+
+
+REPORTERS = frozenset({"print", "warn", "warning", "info", "debug", "error", "log", "write"})
+
+
+def _only_reports(body: list[ast.stmt]) -> bool:
+    """A branch that only prints, logs, warns, raises or leaves."""
+    for stmt in body:
+        if isinstance(stmt, (ast.Raise, ast.Continue, ast.Break, ast.Pass)):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                and callee_tail(stmt.value) in REPORTERS:
+            continue
+        return False
+    return bool(body)
