@@ -275,6 +275,9 @@ def down(cin, cout, first=False):
     return parts
 
 
+features = stack([64, "pool", 128], with_bn=True)
+
+
 def up(cin, cout):
     seq = nn.Sequential()
     seq.add_module("deconv", nn.ConvTranspose2d(cin, cout, 4, 2, 1))
@@ -288,10 +291,10 @@ def up(cin, cout):
 def test_conv_then_batchnorm_in_layer_lists_built_step_by_step() -> None:
     got = {f.line: f for f in lint_source(textwrap.dedent(LAYERS), "layers.py",
                                           select=("LT016",))}
-    assert sorted(got) == [11, 22, 28, 34]
+    assert sorted(got) == [11, 22, 28, 37]
     # the fix (`bias=False`) is offered only where every path adds the BatchNorm
     assert {line: f.fix is not None for line, f in got.items()} == {
-        11: False, 22: False, 28: True, 34: True}
+        11: False, 22: False, 28: True, 37: True}
 
 
 def test_syncs_inside_a_modules_forward_and_its_loss_helpers(tmp_path) -> None:
@@ -468,3 +471,101 @@ def test_losses_over_lists_of_discriminator_outputs_and_variable_wrapped_batches
     # runs when it fails); the validation loss (Variable is the tensor it wraps); not the
     # first five validation batches kept for inspection
     assert got == [(11, "item"), (17, "control-flow"), (39, "item")]
+
+
+def test_conv_wrappers_named_convs_and_builders_whose_batchnorm_is_off(tmp_path) -> None:
+    run = program(tmp_path, {"blocks.py": """
+        import torch.nn as nn
+
+        class ConvUnit(nn.Module):
+            def __init__(self, cin, cout, k=3, bias=True, init="linear"):
+                super().__init__()
+                self.conv = nn.Conv1d(cin, cout, k, padding=k // 2, bias=bias)
+
+            def forward(self, x):
+                return self.conv(x)
+
+        class ConvBNReLU(nn.Module):
+            def __init__(self, cin, cout, k, bias=True):
+                super().__init__()
+                conv = nn.Conv2d(cin, cout, k, bias=bias)
+                self.unit = nn.Sequential(conv, nn.BatchNorm2d(cout), nn.ReLU())
+
+        def backbone(cfg, width, with_bn=False):
+            layers = []
+            for v in cfg:
+                conv = nn.Conv2d(width, v, 3, padding=1)
+                if with_bn:
+                    layers += [conv, nn.BatchNorm2d(v), nn.ReLU()]
+                else:
+                    layers += [conv, nn.ReLU()]
+                width = v
+            return layers
+
+        trunk = backbone([64, 128], 3)
+        """, "net.py": """
+        import torch.nn as nn
+        from blocks import ConvUnit
+
+        post = nn.Sequential(ConvUnit(80, 512, 5), nn.BatchNorm1d(512), nn.Tanh())
+        quiet = nn.Sequential(ConvUnit(80, 512, 5, bias=False), nn.BatchNorm1d(512))
+        also_quiet = nn.Sequential(ConvUnit(80, 512, 5, False), nn.BatchNorm1d(512))
+        """}, select=("LT016",))
+    # the wrapper's own bias is on by default; `bias=bias` defaulting to True; not the
+    # builder's BatchNorm branch that nothing turns on (`with_bn=False`)
+    assert found(run) == {("net.py", 4, "LT016"), ("blocks.py", 14, "LT016")}
+    assert all(f.fix is None for f in run.findings)
+
+
+def test_factories_follow_the_default_device_the_program_sets(tmp_path) -> None:
+    files = {"loss.py": """
+        import torch
+        import torch.nn as nn
+
+        class BoxLoss(nn.Module):
+            def forward(self, preds, targets):
+                n = preds.size(0)
+                offsets = torch.Tensor(n, 4)
+                labels = torch.LongTensor(n)
+                fill(offsets, labels, targets)
+                offsets = offsets.cuda()
+                labels = labels.cuda()
+                return (preds - offsets).abs().sum() + labels.float().sum()
+        """, "train.py": """
+        import torch
+        from loss import BoxLoss
+
+        torch.set_default_tensor_type("torch.cuda.FloatTensor")
+        net = Detector().cuda()
+        crit = BoxLoss()
+        opt = torch.optim.SGD(net.parameters(), lr=1e-3)
+        for images, targets in loader:
+            loss = crit(net(images.cuda()), targets)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """}
+    # float factories build on the GPU already; an integer one still builds on the CPU
+    assert found(program(tmp_path, files, select=("LT012",))) == {("loss.py", 11, "LT012")}
+
+
+def test_boolean_masks_built_as_bool_tensors_or_reshaped_stay_masks() -> None:
+    src = textwrap.dedent("""
+        import torch
+        dev = torch.device("cuda")
+        model = Encoder().to(dev)
+        opt = torch.optim.Adam(model.parameters())
+        for x, y in loader:
+            feats = model(x.to(dev))
+            eye = torch.eye(feats.shape[0], dtype=torch.bool).to(dev)
+            others = feats[~eye]
+            keep = (y.to(dev) > 0).unsqueeze(1).expand_as(feats)
+            picked = feats[keep]
+            loss = others.sum() + picked.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    got = sorted((f.line, dict(f.evidence)["sync"]) for f in lint_source(src, "train.py",
+                                                                         select=("LT001",)))
+    assert got == [(9, "boolean-mask"), (11, "boolean-mask")]

@@ -33,7 +33,7 @@ GATE_DL = re.compile(r"dl(?![A-Za-z0-9])(?<![A-Za-z0-9]dl)")
 # forward() is analysed for tensors created on the CPU and moved: `torch.x(...).to(`.
 # (a forward() that moves a new tensor, or reads one on the host: syncs in a model's or
 # loss's forward run once per batch)
-FORWARD_GATE = re.compile(r"\)\.(?:to|cuda|type_as)\(|\.(?:item|tolist|cpu|numpy)\(\)|"
+FORWARD_GATE = re.compile(r"\.(?:to|cuda|type_as)\(|\.(?:item|tolist|cpu|numpy|nonzero)\(|"
                           r"empty_cache|synchronize|\b(?:int|float)\(")
 
 

@@ -577,6 +577,14 @@ class ModuleIndex:
             facts.setdefault("uses_ddp", node.lineno)  # DDP when launched on several GPUs
             if not any(k.arg in {"mixed_precision", None} for k in node.keywords):
                 facts.setdefault("precision_external", node.lineno)
+        elif tail in {"set_default_tensor_type", "set_default_device"} and node.args:
+            # `torch.set_default_tensor_type("torch.cuda.FloatTensor")`: float tensors built
+            # without a device are built on the GPU (set_default_device: all of them)
+            spelled = ast.unparse(node.args[0])
+            if tail == "set_default_device" and "cpu" not in spelled and "meta" not in spelled:
+                facts.setdefault("default_device_gpu", node.lineno)
+            elif "cuda" in spelled:
+                facts.setdefault("default_float_gpu", node.lineno)
         elif tail == "init_process_group":
             backend = node.args[0] if node.args else next(
                 (k.value for k in node.keywords if k.arg == "backend"), None)

@@ -701,6 +701,16 @@ class Program:
         return None
 
     @_query
+    def conv_bias_of(self, key: str, dotted: str) -> tuple[str, int] | None:
+        """For a class that wraps one convolution with its bias on (``ConvNorm``): the
+        __init__ parameter that turns the bias off, and its position."""
+        sym = self.lookup(key, dotted)
+        if sym is None or sym.kind != "class":
+            return None
+        cls = self.klass(sym.module, sym.name)
+        return cls.conv_bias if cls is not None else None
+
+    @_query
     def imported(self, module: str) -> bool:
         """Does another module of the program import this one?"""
         return any(module in out for key, out in self.graph().items() if key != module)

@@ -42,6 +42,8 @@ from pitstop.lint.astutil import (
     LOADERISH_RE,
     callee_tail,
     dotted,
+    kwarg,
+    param_default,
     qualname,
 )
 from pitstop.lint.index import FUNCS, MODEL_FACTORY_RE, FuncDef, ImportRef, ModuleIndex
@@ -95,6 +97,9 @@ class ClassSummary:
     # ... and indexes nothing either: its items are the index and attributes as they are
     # (a prompt string), no tensor a pinned buffer would speed up
     plain_items: bool = False
+    # a wrapper module around one convolution with a bias (`ConvNorm(..., bias=True)`):
+    # the __init__ parameter that turns the bias off and its position ("", -1: none)
+    conv_bias: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,33 @@ class ModuleSummary:
     cpu_devices: bool = False  # spells out a CPU device (a fallback, maybe)
     loaders: dict[str, LoaderSummary] = field(default_factory=dict)
     callsites: tuple[CallSite, ...] = ()
+
+
+CONV_TAILS = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+                        "ConvTranspose3d"})
+
+
+def _conv_bias(index: ModuleIndex, cls: ast.ClassDef) -> tuple[str, int] | None:
+    """Is ``cls`` a module wrapping one convolution whose bias is on unless a parameter of
+    its __init__ says otherwise?"""
+    if cls.name not in index.module_classes:
+        return None
+    init = index.method(cls, "__init__")
+    if init is None:
+        return None
+    convs = [n for stmt in init.body for n in ast.walk(stmt)
+             if isinstance(n, ast.Call) and callee_tail(n) in CONV_TAILS]
+    if len(convs) != 1 or any(isinstance(n, ast.Call) and "Norm" in callee_tail(n)
+                              for stmt in init.body for n in ast.walk(stmt)):
+        return None
+    bias = kwarg(convs[0], "bias")
+    if bias is None or (isinstance(bias.value, ast.Constant) and bias.value.value is True):
+        return ("", -1)
+    if isinstance(bias.value, ast.Name) and param_default(init, bias.value.id) is True:
+        names = [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+        pos = names.index(bias.value.id) if bias.value.id in names else -1
+        return (bias.value.id, pos)
+    return None
 
 
 def _pins(index: ModuleIndex, call: ast.Call) -> tuple[str, ...]:
@@ -458,7 +490,8 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
         plain = trivial and not any(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
                                     for n in nodes)
         s.classes[name] = ClassSummary(name, cls.lineno, bases, tuple(methods), attrs,
-                                       name in index.module_classes, trivial, plain)
+                                       name in index.module_classes, trivial, plain,
+                                       _conv_bias(index, cls))
     for (owner, name), top in index.scoped_assigns.items():
         if owner is None and "." not in name:
             desc = d._first(top, name, None, 0)

@@ -51,6 +51,10 @@ META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires
 MASK_METHODS = frozenset({"bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge",
                           "le", "logical_and", "logical_or", "logical_not", "isclose", "any",
                           "all", "isneginf", "isposinf", "signbit"})
+# Methods that keep a boolean mask a mask (its shape or place changes, not its values).
+MASK_KEEPING = frozenset({"unsqueeze", "expand", "expand_as", "view", "view_as", "reshape",
+                          "squeeze", "permute", "transpose", "flatten", "repeat", "contiguous",
+                          "t", "clone", "detach", "logical_not", "__invert__", "flip"})
 MODEL_METHODS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers",
                            "modules", "children", "state_dict", "named_modules", "train",
                            "eval", "zero_grad", "apply", "register_forward_hook",
@@ -287,7 +291,7 @@ class ValueModel:
                 target = dev.value if dev is not None else (node.args[0] if node.args else None)
                 dk = ctx.devices.kind(target, st.func) if target is not None else None
                 if dk == DEV_GPU or (dk == "maybe" and ctx.gpu_program):
-                    if recv == MASK:
+                    if recv == MASK or _bool_tensor(func.value, ctx.aliases):
                         return MASK  # a boolean mask moved is still a mask
                     return self.module_kind(func.value, st, node) if is_model(recv) or \
                         self.looks_like_module(func.value, st) else GPU
@@ -311,7 +315,7 @@ class ValueModel:
             if recv in (GPU, MASK):
                 if tail in HOST_METHODS or tail == "keys":
                     return CPU
-                if tail in MASK_METHODS:
+                if tail in MASK_METHODS or (recv == MASK and tail in MASK_KEEPING):
                     return MASK
                 return GPU
             if recv == DERIVED:
@@ -710,3 +714,12 @@ def _is_self_module(value: ast.expr | None) -> bool:
     """`sys.modules[__name__]`: the module itself."""
     return isinstance(value, ast.Subscript) and dotted(value.value) == "sys.modules" and \
         isinstance(value.slice, ast.Name) and value.slice.id == "__name__"
+
+
+def _bool_tensor(node: ast.expr, aliases: dict[str, str]) -> bool:
+    """`torch.eye(n, dtype=torch.bool)`: a boolean tensor built by a torch factory."""
+    if not isinstance(node, ast.Call):
+        return False
+    dtype = kwarg(node, "dtype")
+    return dtype is not None and (qualname(node.func, aliases) or "").startswith("torch.") \
+        and (qualname(dtype.value, aliases) or "") == "torch.bool"

@@ -6,8 +6,16 @@ import ast
 from itertools import pairwise
 from typing import TypeGuard
 
-from pitstop.lint.astutil import arg_or_kw, callee_tail, dotted, has_star_kwargs, kwarg
+from pitstop.lint.astutil import (
+    arg_or_kw,
+    callee_tail,
+    dotted,
+    has_star_kwargs,
+    kwarg,
+    param_default,
+)
 from pitstop.lint.context import ModuleContext
+from pitstop.lint.index import FuncDef
 from pitstop.lint.model import UNSAFE, Edit, Fix
 
 CODE = "LT016"
@@ -20,6 +28,34 @@ def _is_conv(node: ast.AST) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and callee_tail(node) in CONVS
 
 
+def _wrapped_conv_with_bias(ctx: ModuleContext, node: ast.AST) -> bool:
+    """`ConvNorm(512, 512, kernel_size=5)`: a module of the program around one
+    convolution, its bias left on (the wrapper's `bias` parameter not passed as False)."""
+    if not isinstance(node, ast.Call) or not callee_tail(node)[:1].isupper():
+        return False
+    name = dotted(node.func)
+    found = ctx.program.conv_bias_of(ctx.key, name) if name else None
+    if found is None:
+        return False
+    param, pos = found
+    if not param:
+        return True
+    passed = kwarg(node, param)
+    value = passed.value if passed is not None else (
+        node.args[pos] if 0 <= pos < len(node.args) else None)
+    return value is None or (isinstance(value, ast.Constant) and value.value is True)
+
+
+def _report_wrapped(ctx: ModuleContext, conv: ast.Call, bn: ast.Call) -> None:
+    tail = callee_tail(conv)
+    ctx.report(
+        CODE, conv,
+        f"`{tail}` wraps a convolution with a bias (its default) and feeds "
+        f"`{callee_tail(bn)}` (line {bn.lineno}), which subtracts the mean right away: the "
+        f"bias is computed, stored and updated for nothing. Pass `bias=False` to `{tail}`.",
+    )
+
+
 def _is_bn(node: ast.AST) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and callee_tail(node).startswith(
         ("BatchNorm", "SyncBatchNorm", "LazyBatchNorm"))
@@ -29,12 +65,16 @@ def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.Call, *, fixable: bool =
     bias = arg_or_kw(conv, 7, "bias")
     if bias is None and has_star_kwargs(conv):
         return
-    if bias is not None and not (isinstance(bias, ast.Constant) and bias.value is True):
+    if isinstance(bias, ast.Name) and _param_on_by_default(ctx, conv, bias.id):
+        fixable = False  # `nn.Conv2d(..., bias=bias)` in a builder whose `bias=True`
+    elif bias is not None and not (isinstance(bias, ast.Constant) and bias.value is True):
         return
     line = conv.func.lineno
     col = ctx.char_column(line, conv.func.col_offset)
     tail = callee_tail(conv)
-    if bias is None:
+    if not fixable:
+        edit = None
+    elif bias is None:
         edit = Edit("kw_add", line, col, tail, name="bias", value="False")
     elif kwarg(conv, "bias") is not None:
         edit = Edit("kw_set", line, col, tail, name="bias", value="False")
@@ -45,8 +85,61 @@ def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.Call, *, fixable: bool =
         f"`{tail}` has a bias (the default) and feeds `{callee_tail(bn)}` (line "
         f"{bn.lineno}), which subtracts the mean right away: the bias is "
         "computed, stored and updated for nothing. Pass `bias=False`.",
-        fix=Fix(UNSAFE, "pass bias=False", (edit,)) if fixable else None,
+        fix=Fix(UNSAFE, "pass bias=False", (edit,)) if edit is not None else None,
     )
+
+
+def _param_on_by_default(ctx: ModuleContext, node: ast.AST, name: str) -> bool:
+    """`bias=bias` with `bias=True` the default, and not every call in this module of the
+    function (of the class, for an __init__) turning it off."""
+    fn = ctx.scope_of(node)
+    if fn is None or param_default(fn, name) is not True:
+        return False
+    callee = fn.name
+    if callee == "__init__":
+        cls = ctx.index.class_of.get(fn)
+        callee = cls.name if cls is not None else callee
+    passed = _passed_values(ctx, fn, callee, name)
+    return not passed or not all(isinstance(v, ast.Constant) and v.value is False
+                                 for v in passed)
+
+
+def _passed_values(ctx: ModuleContext, fn: FuncDef, callee: str, param: str
+                   ) -> list[ast.expr | None]:
+    """What each call of ``callee`` in this module passes for ``param`` (None: nothing;
+    a `*args`/`**kw` call counts as passing something unknown)."""
+    names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if names and names[0] in {"self", "cls"} and fn.name == "__init__":
+        names = names[1:]
+    pos = names.index(param) if param in names else -1
+    out: list[ast.expr | None] = []
+    for call in ctx.index.calls_by_tail.get(callee, ()):
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords):
+            out.append(ast.Name(id="?"))
+            continue
+        kw = kwarg(call, param)
+        out.append(kw.value if kw is not None else (
+            call.args[pos] if 0 <= pos < len(call.args) else None))
+    return out
+
+
+def _pair(ctx: ModuleContext, a: ast.AST, b: ast.AST, *, fixable: bool = True) -> None:
+    """Report `a` (a conv) feeding `b` (a BatchNorm), if it is such a pair."""
+    if not _is_bn(b):
+        return
+    if isinstance(a, ast.Name):  # `conv_mod = nn.Conv2d(...)` ... `Sequential(conv_mod, bn)`
+        before = [x for x in ctx.index.scoped_assigns.get((ctx.scope_of(a), a.id), ())
+                  if x.lineno < a.lineno and x.value is not None]
+        if not before:
+            return
+        a = max(before, key=lambda x: x.lineno).value  # type: ignore[assignment]
+        fixable = False  # (the named conv may be used without the BatchNorm elsewhere)
+    if _is_conv(a):
+        _report(ctx, a, b, fixable=fixable)
+    elif _wrapped_conv_with_bias(ctx, a):
+        assert isinstance(a, ast.Call)
+        _report_wrapped(ctx, a, b)
 
 
 # A module appended to a layer list, and the `if` depth of the append (-1: unknown)
@@ -78,8 +171,31 @@ def _appended(stmt: ast.stmt) -> tuple[str, list[ast.expr]] | None:
     return None
 
 
-def _layer_sequences(body: list[ast.stmt], depth: int, out: dict[str, list[LayerItem]],
-                     local: dict[str, ast.expr]) -> None:
+def _off_unless_asked(ctx: ModuleContext, fn: FuncDef, test: ast.expr) -> bool:
+    """`if batch_norm:` with `batch_norm=False` the builder's default, and no call in this
+    module passing it on: the branch is not built."""
+    if not isinstance(test, ast.Name) or param_default(fn, test.id) is not False:
+        return False
+    return all(v is None or (isinstance(v, ast.Constant) and not v.value)
+               for v in _passed_values(ctx, fn, fn.name, test.id))
+
+
+def _under_off_branch(ctx: ModuleContext, node: ast.AST) -> bool:
+    """Is ``node`` in the body of an `if flag:` that the builder's default turns off?"""
+    fn = ctx.scope_of(node)
+    if fn is None:
+        return False
+    child, parent = node, ctx.parents.get(node)
+    while parent is not None and parent is not fn:
+        if isinstance(parent, ast.If) and child in parent.body \
+                and _off_unless_asked(ctx, fn, parent.test):
+            return True
+        child, parent = parent, ctx.parents.get(parent)
+    return False
+
+
+def _layer_sequences(ctx: ModuleContext, fn: FuncDef, body: list[ast.stmt], depth: int,
+                     out: dict[str, list[LayerItem]], local: dict[str, ast.expr]) -> None:
     """The modules appended to each list, in the order the code appends them (into `if`
     and `for` bodies, not into nested functions)."""
     for stmt in body:
@@ -98,10 +214,11 @@ def _layer_sequences(body: list[ast.stmt], depth: int, out: dict[str, list[Layer
                     seq.append((item, depth))
             continue
         if isinstance(stmt, ast.If):
-            _layer_sequences(stmt.body, depth + 1, out, local)
-            _layer_sequences(stmt.orelse, depth + 1, out, local)
+            if not _off_unless_asked(ctx, fn, stmt.test):
+                _layer_sequences(ctx, fn, stmt.body, depth + 1, out, local)
+            _layer_sequences(ctx, fn, stmt.orelse, depth + 1, out, local)
         elif isinstance(stmt, (ast.For, ast.While, ast.With)):
-            _layer_sequences(stmt.body, depth, out, local)
+            _layer_sequences(ctx, fn, stmt.body, depth, out, local)
 
 
 def _check_appends(ctx: ModuleContext) -> None:
@@ -111,12 +228,11 @@ def _check_appends(ctx: ModuleContext) -> None:
     for fns in ctx.index.functions.values():
         for fn in fns:
             seqs: dict[str, list[LayerItem]] = {}
-            _layer_sequences(fn.body, 0, seqs, {})
+            _layer_sequences(ctx, fn, fn.body, 0, seqs, {})
             for seq in seqs.values():
                 for (a, da), (b, db) in pairwise(seq):
-                    if _is_conv(a) and _is_bn(b):
-                        # BN appended only on some path: `bias=False` would hurt the other
-                        _report(ctx, a, b, fixable=0 <= db <= da)
+                    # BN appended only on some path: `bias=False` would hurt the other
+                    _pair(ctx, a, b, fixable=0 <= db <= da)
 
 
 def check(ctx: ModuleContext) -> None:
@@ -129,12 +245,12 @@ def check(ctx: ModuleContext) -> None:
             if len(seq) == 1 and isinstance(seq[0], (ast.List, ast.Tuple)):
                 seq = seq[0].elts
             for a, b in pairwise(seq):
-                if _is_conv(a) and _is_bn(b):
-                    _report(ctx, a, b)
+                _pair(ctx, a, b)
     for lst in ctx.lists:
+        if _under_off_branch(ctx, lst):
+            continue
         for a, b in pairwise(lst.elts):
-            if _is_conv(a) and _is_bn(b):
-                _report(ctx, a, b)
+            _pair(ctx, a, b)
     _check_appends(ctx)
     # self.conv1 = Conv2d(...); self.bn1 = BatchNorm2d(...) used as bn1(conv1(x))
     # Names are per class: `self.conv` of one module is not `self.conv` of another.

@@ -171,4 +171,21 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         f"`{ctx.segment(node)}` builds a tensor on the CPU and copies it to the GPU on every "
         f"iteration of {st.hot.describe}; create it there with `device=`.",
         fix=fix, evidence=(("loop_line", st.hot.line), ("creator", ctail)),
+        condition=_default_device_condition(ctx, inner),
     )
+
+
+INT_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "bool", "short"})
+
+
+def _default_device_condition(ctx: ModuleContext, creator: ast.Call) -> str:
+    """Unless the program makes the GPU the default device (then the factory builds there):
+    `set_default_device("cuda")` for every factory; `set_default_tensor_type(
+    "torch.cuda.FloatTensor")` for those that build floating-point tensors."""
+    tail = callee_tail(creator)
+    dtype = kwarg(creator, "dtype")
+    floating = tail in {"Tensor", "FloatTensor"} or (
+        tail in CREATORS and tail not in {"randint", "randperm", "arange"}
+        and (dtype is None or (qualname(dtype.value, ctx.aliases) or "").rsplit(".", 1)[-1]
+             not in INT_DTYPES))
+    return "-default_device_gpu -default_float_gpu" if floating else "-default_device_gpu"
