@@ -569,3 +569,93 @@ def test_boolean_masks_built_as_bool_tensors_or_reshaped_stay_masks() -> None:
     got = sorted((f.line, dict(f.evidence)["sync"]) for f in lint_source(src, "train.py",
                                                                          select=("LT001",)))
     assert got == [(9, "boolean-mask"), (11, "boolean-mask")]
+
+
+def test_hparams_built_by_another_framework_and_a_validate_function(tmp_path) -> None:
+    run = program(tmp_path, {"hparams.py": """
+        import tensorflow as tf
+
+        def create_hparams():
+            return tf.contrib.training.HParams(epochs=500, fp16_run=False,
+                                               distributed_run=False, batch_size=64)
+        """, "losses.py": """
+        from torch import nn
+
+        class SpecLoss(nn.Module):
+            def forward(self, out, target):
+                return nn.MSELoss()(out[0], target[0]) + nn.MSELoss()(out[1], target[1])
+        """, "train.py": """
+        import torch
+        from torch.utils.data import DataLoader
+        from hparams import create_hparams
+        from losses import SpecLoss
+
+        def validate(net, criterion, valset):
+            net.eval()
+            with torch.no_grad():
+                total = 0.0
+                for batch in DataLoader(valset, batch_size=8, num_workers=1):
+                    x, y = net.parse_batch(batch)
+                    total += criterion(net(x), y).item()
+            net.train()
+            return total
+
+        def train(hp):
+            net = Speech(hp).cuda()
+            criterion = SpecLoss()
+            opt = torch.optim.Adam(net.parameters())
+            loader = DataLoader(Clips(), batch_size=hp.batch_size, num_workers=4,
+                                pin_memory=True, persistent_workers=True)
+            for epoch in range(hp.epochs):
+                for i, batch in enumerate(loader):
+                    x, y = net.parse_batch(batch)
+                    loss = criterion(net(x), y)
+                    if hp.distributed_run:
+                        print(loss.item())
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                    if i % 1000 == 0:
+                        validate(net, criterion, Clips("val"))
+
+        train(create_hparams())
+        """}, select=("LT001",))
+    # the validation loss of the module the program called, every validation batch; not
+    # the print under `distributed_run`, which the HParams default turns off
+    assert found(run) == {("train.py", 12, "LT001")}
+
+
+def test_an_evaluation_named_test_in_a_script_and_nms_in_post_processing(tmp_path) -> None:
+    run = program(tmp_path, {"seq_mnist_test.py": """
+        import torch
+        import torch.nn.functional as F
+
+        def nms(boxes, scores, thresh):
+            keep = []
+            while scores.numel() > 0:
+                i = int(scores.argmax())
+                keep.append(i)
+                scores = scores[boxes[:, 0] > thresh]
+            return keep
+
+        def test():
+            model.eval()
+            with torch.no_grad():
+                for data, target in test_loader:
+                    out = model(data.cuda())
+                    nms(out[:, :4], out[:, 4], 0.5)
+                    print(F.nll_loss(out, target.cuda()).item())
+
+        model = Net().cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for epoch in range(10):
+            for data, target in train_loader:
+                loss = F.nll_loss(model(data.cuda()), target.cuda())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            test()
+        """}, select=("LT001",))
+    # linted as the script it is (`def test():` is its evaluation, not a test function);
+    # the reads inside non-maximum suppression are its results, not a habit
+    assert found(run) == {("seq_mnist_test.py", 18, "LT001")}

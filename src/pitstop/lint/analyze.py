@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pitstop.lint.context import USE_TRAIN, ModuleContext
 from pitstop.lint.model import LintFinding
+from pitstop.lint.settings import CONFIG_CALL_RE
 
 # Cheap byte-level gate: a file that never mentions torch is not even parsed -- unless it
 # holds one of the analysis triggers below: a training loop in train.py whose model,
@@ -98,6 +99,7 @@ _GATE_BYTES = TRIGGERS + tuple(t.encode() for t in GATE_SUBSTRINGS) + (
     b".cuda(", b".to(", b"add_argument", b"dataclass", b".item()", b".tolist()", b".cpu()",
     b".numpy()", b"import *")
 _GATE_DL_BYTES = re.compile(GATE_DL.pattern.encode())
+_CONFIG_CALL_BYTES = re.compile(CONFIG_CALL_RE.pattern.encode())
 
 
 def mentions_torch(data: bytes) -> bool:
@@ -105,7 +107,10 @@ def mentions_torch(data: bytes) -> bool:
     DataLoader, or holds any of the analysis triggers (a step, a backward, a loader...)."""
     if any(t in data for t in _GATE_BYTES):
         return True
-    return b"dl" in data and _GATE_DL_BYTES.search(data) is not None
+    if b"dl" in data and _GATE_DL_BYTES.search(data) is not None:
+        return True
+    # a config module of another framework (`tf.contrib.training.HParams(fp16_run=False)`)
+    return _CONFIG_CALL_BYTES.search(data) is not None
 
 
 def parse(text: str, path: str) -> ast.Module:

@@ -49,7 +49,7 @@ ANY = " || "  # alternative clauses of a condition
 
 # What test code is written with. A file named like a test that has none of it is a script
 # (`word_cnn_test.py` that trains a model end to end), linted as one.
-TEST_CODE_RE = re.compile(r"^\s*(?:async\s+)?def test|^\s*class Test|^\s*(?:import|from) "
+TEST_CODE_RE = re.compile(r"^\s*(?:async\s+)?def test_\w*\s*\(|^\s*class Test|^\s*(?:import|from) "
                           r"(?:pytest|unittest|hypothesis|nose)\b|@pytest\.|TestCase\b|"
                           r"run_tests\(", re.MULTILINE)
 

@@ -57,6 +57,7 @@ from pitstop.lint.loaders import dataloader_calls
 from pitstop.lint.model import Diagnostic, FileResult, LintFinding
 from pitstop.lint.notebook import NotebookError, load_notebook
 from pitstop.lint.program import Program, answers_differ, recorded_answers
+from pitstop.lint.settings import CONFIG_CALL_RE
 from pitstop.lint.summary import ModuleSummary, summarize
 
 MAX_CONTEXT_BYTES = 2_000_000  # a local module imported but not linted, read as context
@@ -128,8 +129,9 @@ def lint_text(text: str, path: str, options: LintOptions,
             return FileResult(path, analyzed=False)
         # the light pass sees no calls: a module declaring command-line options (an
         # argparse parser) gets the full one, its defaults count for the program
-        index = ModuleIndex(tree, path, light="add_argument" not in text, text=text,
-                            preamble=preamble)
+        # (as does one that builds a config object: `HParams(epochs=500, fp16_run=False)`)
+        full = "add_argument" in text or CONFIG_CALL_RE.search(text) is not None
+        index = ModuleIndex(tree, path, light=not full, text=text, preamble=preamble)
         return FileResult(path, analyzed=False, facts=frozenset(index.facts),
                           summary=summarize(index), imports=_top_imports(index))
     lines = text.splitlines()

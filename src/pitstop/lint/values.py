@@ -386,6 +386,8 @@ class ValueModel:
         lam = self._lambda(node.func, st)
         if lam is not None:
             return self._lambda_kind(lam, node, st)
+        if isinstance(func, ast.Name) and is_model(st.env.get(func.id)) and ctx.gpu_program:
+            return GPU  # a module of the program on the GPU called: its outputs are there
         sym = ctx.callee_sym(node, st) if st.per_batch else None
         if sym is not None and sym.kind == "func":
             # a function of the program: what it returns, not what its name suggests
