@@ -699,6 +699,10 @@ class ValueModel:
                     is_loader_kind(self.kind(value.args[0], st))
                     or self.ctx.loops.is_batch_source(value.args[0], st)):
                 return True
+            if callee_tail(value) in {"cat", "stack", "concat"} and value.args and (
+                    qualname(value.func, self.ctx.aliases) or "").startswith("torch.") \
+                    and root_name(value.args[0]) in st.batch:
+                return True  # `images = torch.cat(images, dim=0)`: the batch, still on the host
             return isinstance(value.func, ast.Attribute) and root_name(value.func.value) in st.batch \
                 and callee_tail(value) not in {"to", "cuda"}
         return root_name(value) in st.batch

@@ -24,10 +24,16 @@ _PASS_THROUGH = frozenset({"unsqueeze", "expand", "expand_as", "view", "reshape"
                            "exponential_", "geometric_", "index_fill_", "scatter_"})
 
 
+# torch functions whose result lives where their (first) input does
+_COMPUTED_FROM = frozenset({"exp", "log", "pow", "sin", "cos", "sqrt", "rsqrt", "cat", "stack",
+                            "outer", "meshgrid", "flip", "cumsum", "sigmoid", "tanh", "abs",
+                            "clamp", "reciprocal", "square", "polar", "complex"})
+
+
 def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
     """The torch factory call a moved expression is built from: `torch.zeros(n)`, also
     inside `(torch.ones(k) * i)` or `torch.LongTensor(r).unsqueeze(0).expand_as(x)`."""
-    for _ in range(6):
+    for _ in range(12):
         if isinstance(node, ast.Name):  # `idx = torch.empty(n, dtype=long)` ... `idx.cuda()`
             # (the name's last assignment above this line)
             line = node.lineno
@@ -41,6 +47,15 @@ def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
             left = _creator(ctx, node.left)
             node = left if left is not None else node.right
             continue
+        if isinstance(node, ast.Compare):  # `(labels[None] == labels[:, None]).float()`
+            node = node.left
+            continue
+        if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+            node = node.elts[0]
+            continue
+        if isinstance(node, ast.ListComp):
+            node = node.elt
+            continue
         if not isinstance(node, ast.Call):
             return None
         qn = qualname(node.func, ctx.aliases) or ""
@@ -48,6 +63,9 @@ def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
         if qn.startswith("torch.") and (tail in CREATORS or tail in LEGACY) \
                 and kwarg(node, "device") is None:
             return node
+        if qn.startswith("torch.") and tail in _COMPUTED_FROM and node.args:
+            node = node.args[0]  # `torch.exp(torch.arange(n) * -k)`: computed on the CPU too
+            continue
         if isinstance(node.func, ast.Attribute) and tail in _PASS_THROUGH:
             node = node.func.value
             continue
@@ -149,7 +167,7 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     else:
         dev = kwarg(node, "device")
         target = dev.value if dev is not None else (node.args[0] if node.args else None)
-        if target is None or (ctx.device_kind(target) != GPU and ctx.kind(target, st) != GPU
+        if target is None or (not ctx.devices.is_gpu(target) and ctx.kind(target, st) != GPU
                               and not _forward_input(ctx, target, st)):
             return  # (`.to(images)` moves to the device of the tensor `images`)
         # `.to(images)` takes the device *and the dtype* of the tensor `images`: no

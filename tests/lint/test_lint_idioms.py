@@ -1,7 +1,9 @@
-"""Idioms of older (pre-2.0) training code that is still run everywhere: the legacy CUDA
+"""Idioms of real training code, each written here in its own shape: the legacy CUDA
 tensor types (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`), a
 `--gpu` switch that defaults to False, devices chosen on several paths, layer lists built
-with `append`/`+=`, parameters read per step."""
+with `append`/`+=`, conv wrappers, parameters read per step, losses gathered in dicts and
+lists, syncs inside a model's or a loss's forward, configs of other frameworks, scripts
+named like tests, tensors computed on the CPU inside a loss and then moved."""
 
 from __future__ import annotations
 
@@ -659,3 +661,56 @@ def test_an_evaluation_named_test_in_a_script_and_nms_in_post_processing(tmp_pat
     # linted as the script it is (`def test():` is its evaluation, not a test function);
     # the reads inside non-maximum suppression are its results, not a habit
     assert found(run) == {("seq_mnist_test.py", 18, "LT001")}
+
+
+def test_tensors_computed_on_the_cpu_from_factories_then_moved() -> None:
+    src = textwrap.dedent("""
+        import math
+        import torch
+
+        def timestep_embedding(t, dim):
+            freqs = torch.exp(torch.arange(dim // 2, dtype=torch.float32) * -math.log(1e4))
+            freqs = freqs.to(device=t.device)
+            return t.float()[:, None] * freqs[None, :]
+
+        def contrastive_targets(feats, views, dev):
+            ids = torch.cat([torch.arange(feats.shape[0] // views) for _ in range(views)])
+            same = (ids.unsqueeze(0) == ids.unsqueeze(1)).float()
+            same = same.to(dev)
+            return same
+
+        dev = torch.device("cuda")
+        net = Encoder().to(dev)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for views, t in loader:
+            views = torch.cat(views, dim=0)
+            views = views.to(dev)
+            t = t.to(dev, non_blocking=True)
+            feats = net(views, timestep_embedding(t, 128))
+            loss = (feats @ feats.T - contrastive_targets(feats, 2, dev)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    got = sorted((f.line, f.code) for f in lint_source(src, "train.py", select=("LT012",)))
+    assert got == [(7, "LT012"), (13, "LT012")]
+
+
+def test_a_concatenated_batch_is_still_the_pinned_batch() -> None:
+    src = textwrap.dedent("""
+        import torch
+        dev = torch.device("cuda")
+        net = Encoder().to(dev)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        loader = torch.utils.data.DataLoader(Views(), batch_size=64, num_workers=4,
+                                             pin_memory=True, persistent_workers=True)
+        for views, _ in loader:
+            views = torch.cat(views, dim=0)
+            views = views.to(dev)
+            loss = net(views).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    got = [(f.line, f.code) for f in lint_source(src, "train.py", select=("LT008",))]
+    assert got == [(10, "LT008")]
