@@ -714,3 +714,37 @@ def test_a_concatenated_batch_is_still_the_pinned_batch() -> None:
     """)
     got = [(f.line, f.code) for f in lint_source(src, "train.py", select=("LT008",))]
     assert got == [(10, "LT008")]
+
+
+def test_a_loader_built_anew_for_each_validation_pass_is_not_a_respawn_finding() -> None:
+    src = textwrap.dedent("""
+        import torch
+        from torch.utils.data import DataLoader
+
+        def validate(net, valset):
+            with torch.no_grad():
+                loader = DataLoader(valset, batch_size=8, num_workers=2)
+                for x, y in loader:
+                    score(net(x.cuda()), y)
+
+        def val_loader(valset):
+            return DataLoader(valset, batch_size=8, num_workers=2)
+
+        net = Net().cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        train = DataLoader(Shards(), batch_size=32, num_workers=4, pin_memory=True)
+        held = val_loader(Shards("val"))
+        for epoch in range(20):
+            for x, y in train:
+                loss = net(x.cuda(non_blocking=True)).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            validate(net, Shards("val"))
+            for x, y in held:
+                score(net(x.cuda()), y)
+    """)
+    got = sorted(f.line for f in lint_source(src, "train.py", select=("LT004",)))
+    # persistent_workers cannot keep the workers of a loader that validate() builds on each
+    # call (build it once instead); the returned one and the training loader are kept
+    assert got == [12, 16]

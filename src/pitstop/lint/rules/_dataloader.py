@@ -139,14 +139,14 @@ def loader_pins(ctx: ModuleContext, call: ast.Call) -> bool:
 
 
 # ---------------------------------------------------------------------- epochs
-def _loader_name(ctx: ModuleContext, call: ast.Call) -> str | None:
+def loader_name(ctx: ModuleContext, call: ast.Call) -> str | None:
     parent = ctx.index.assign_of.get(call)
     if parent is not None and len(parent.targets) == 1:
         return dotted(parent.targets[0])
     return None
 
 
-def _uses_by_name(ctx: ModuleContext) -> tuple[dict[tuple[object, str], list[ast.AST]],
+def uses_by_name(ctx: ModuleContext) -> tuple[dict[tuple[object, str], list[ast.AST]],
                                                dict[tuple[object, str], list[ast.Call]]]:
     """(scope, name) -> loops iterating that name / calls passing it (built once)."""
     cached = getattr(ctx, "_loader_uses", None)
@@ -278,11 +278,11 @@ def _fitted_for_epochs(ctx: ModuleContext, call: ast.Call, name: str | None) -> 
 def iterated_for_epochs(ctx: ModuleContext, call: ast.Call) -> bool:
     """Is the loader built by ``call`` iterated more than once (inside an outer loop), as
     far as this module shows?"""
-    name = _loader_name(ctx, call)
+    name = loader_name(ctx, call)
     if _fitted_for_epochs(ctx, call, name):
         return True
     if name is not None:
-        loops_by, passes_by = _uses_by_name(ctx)
+        loops_by, passes_by = uses_by_name(ctx)
         owner = ctx.index.owner.get(call)
         scope: object = owner if owner is not None and not name.startswith("self.") else "*"
         loops = loops_by.get((scope, name), [])

@@ -18,7 +18,9 @@ from pitstop.lint.rules._dataloader import (
     epochs_condition,
     flag_state,
     iterated_for_epochs,
+    loader_name,
     number_state,
+    uses_by_name,
 )
 
 CODE = "LT004"
@@ -39,9 +41,12 @@ def check(ctx: ModuleContext) -> None:
         pw_values = arg_values(ctx, call, "persistent_workers")
         if {flag_state(ctx, v) for v in pw_values} != {"false"}:
             continue
-        if taken_once(ctx, call) or loader_alias(ctx.index, call) == "custom":
+        if taken_once(ctx, call) or loader_alias(ctx.index, call) == "custom" \
+                or built_per_pass(ctx, call):
             continue  # one iterator for the run (`iter(DataLoader(...))`, or a subclass
-            # that re-uses its workers): nothing is re-spawned
+            # that re-uses its workers): nothing is re-spawned; or a new loader built for
+            # each pass (`def validate(): for b in DataLoader(...)`), which
+            # persistent_workers cannot keep
         # Proven: iterated for epochs here, or by a loop elsewhere in the program. Else,
         # when no loop of the program is seen to iterate it (its batches travel through
         # code the analysis cannot follow), a training program re-iterates its loaders.
@@ -82,6 +87,27 @@ def check(ctx: ModuleContext) -> None:
                                else "."),
             fix=fix, condition=condition,
         )
+
+
+def built_per_pass(ctx: ModuleContext, call: ast.Call) -> bool:
+    """Is the loader built inside a function that iterates it once per call (no loop
+    around that iteration in the function, the loader not kept or handed on)?"""
+    index = ctx.index
+    owner = index.owner.get(call)
+    if owner is None or call in index.calls_in_loop:
+        return False
+    name = loader_name(ctx, call)
+    if name is None or "." in name:
+        return False
+    if any(isinstance(r.value, ast.AST) and any(isinstance(n, ast.Name) and n.id == name
+                                                 for n in ast.walk(r.value))
+           for r in index.returns.get(owner, ())):
+        return False  # handed back to the caller, who may keep it
+    loops_by, passes_by = uses_by_name(ctx)
+    loops = loops_by.get((owner, name), [])
+    passes = [c for c in passes_by.get((owner, name), []) if c is not call]
+    return bool(loops) and not passes and all(
+        index.outer_loop.get(loop) is None and index.owner.get(loop) is owner for loop in loops)
 
 
 def taken_once(ctx: ModuleContext, call: ast.Call) -> bool:
