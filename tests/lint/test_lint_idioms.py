@@ -748,3 +748,25 @@ def test_a_loader_built_anew_for_each_validation_pass_is_not_a_respawn_finding()
     # persistent_workers cannot keep the workers of a loader that validate() builds on each
     # call (build it once instead); the returned one and the training loader are kept
     assert got == [12, 16]
+
+
+def test_a_branch_that_ends_the_run_is_rare() -> None:
+    src = textwrap.dedent("""
+        import math
+        import sys
+        import torch
+        net = Net().cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for images, targets in loader:
+            losses = net(images.cuda(), targets.cuda())
+            loss = sum(losses.values())
+            value = loss.item()
+            if not math.isfinite(value):
+                print(f"loss is {value}, stopping", losses)
+                sys.exit(1)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    got = [(f.line, f.code) for f in lint_source(src, "train.py", select=("LT001",))]
+    assert got == [(10, "LT001")]

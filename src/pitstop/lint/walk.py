@@ -375,8 +375,10 @@ class Walker:
         `raise` always; a `return` when the hot loop is in this very function (not one
         followed into); a `break` when, moreover, no plain loop is nested in between."""
         last = body[-1] if body else None
-        if isinstance(last, ast.Raise):
-            return True
+        if isinstance(last, ast.Raise) or (
+                isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+                and dotted(last.value.func) in {"sys.exit", "exit", "quit", "os._exit"}):
+            return True  # (`print(loss_dict); sys.exit(1)` ends the run)
         if not isinstance(last, (ast.Return, ast.Break)) or st.hot is None or st.via:
             return False
         if isinstance(last, ast.Break) and st.nested:
