@@ -104,7 +104,9 @@ def load_programs(labels_dir: Path, only_labeller: str | None = None) -> list[Pr
 def mirror_dir(root: Path, repo: str) -> Path:
     owner, name = repo.split("/", 1)
     base = root / f"{owner}+{name}"
-    return base / "repo" if (base / "repo").exists() else base
+    repo = base / "repo" if (base / "repo").exists() else base
+    # (a mirror that is a clone with a work tree keeps its git directory in .git)
+    return repo / ".git" if (repo / ".git").is_dir() else repo
 
 
 def materialize(prog: Program, mirror_root: Path, dest: Path) -> list[Path]:
