@@ -770,3 +770,64 @@ def test_a_branch_that_ends_the_run_is_rare() -> None:
     """)
     got = [(f.line, f.code) for f in lint_source(src, "train.py", select=("LT001",))]
     assert got == [(10, "LT001")]
+
+
+def test_metric_loggers_get_batch_evaluations_and_generator_update_steps(tmp_path) -> None:
+    run = program(tmp_path, {"logger.py": """
+        import torch
+
+        class Meter:
+            def __init__(self):
+                self.totals = {}
+
+            def update(self, **values):
+                for name, value in values.items():
+                    if isinstance(value, torch.Tensor):
+                        value = value.item()
+                    self.totals[name] = self.totals.get(name, 0.0) + value
+        """, "train.py": """
+        import torch
+        from logger import Meter
+
+        log_interval = 1
+        n_critic = 5
+        eval_iters = 50
+
+        def get_batch(split):
+            x, y = sample(split)
+            return x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+
+        @torch.no_grad()
+        def estimate(model):
+            out = []
+            for k in range(eval_iters):
+                x, y = get_batch("val")
+                out.append(model(x, y).item())
+            return out
+
+        model, critic = Gen().cuda(), Critic().cuda()
+        g_opt = torch.optim.Adam(model.parameters())
+        c_opt = torch.optim.Adam(critic.parameters())
+        meter = Meter()
+        for it in range(100000):
+            x, y = get_batch("train")
+            c_loss = critic(x).mean() - critic(model(x, y).detach()).mean()
+            c_opt.zero_grad()
+            c_loss.backward()
+            c_opt.step()
+            meter.update(critic=c_loss)
+            if (it + 1) % n_critic == 0:
+                g_loss = -critic(model(x, y)).mean()
+                g_opt.zero_grad()
+                g_loss.backward()
+                g_opt.step()
+                print(g_loss.item())
+            if it % log_interval == 0:
+                print(f"critic {c_loss.item():.3f}")
+            if it % 1000 == 0:
+                print(estimate(model))
+        """}, select=("LT001",))
+    # the meter's .item() on what update() is handed; the evaluation's per-batch read; the
+    # generator's loss at each of its updates; the log read every step (interval 1)
+    assert found(run) == {("logger.py", 10, "LT001"), ("train.py", 17, "LT001"),
+                          ("train.py", 36, "LT001"), ("train.py", 38, "LT001")}

@@ -73,6 +73,9 @@ LIGHTNING_HOOKS = {"training_step": "train", "train_step": "train",
 BATCH_WRAPPER_TAILS = LOADER_WRAPPERS | {"log_every", "chain", "prefetch", "tqdm_notebook",
                                          "maybe_tqdm", "cycle", "infinite", "repeat",
                                          "iterate", "with_progress", "progress_bar"}
+# Functions that hand out the next batch (a loop calling one takes a batch per iteration).
+GET_BATCH_RE = re.compile(r"^(get|next|sample|load|fetch|draw)_batch(es)?$|^get_(train|val|eval)_"
+                          r"batch$", re.IGNORECASE)
 # Calls whose result is no batch even when handed a loader.
 NOT_BATCHES = frozenset({"len", "range", "list", "sorted", "print", "str", "int", "float",
                          "isinstance", "getattr", "hasattr", "type", "id", "repr", "dict",
@@ -161,12 +164,14 @@ class LoopModel:
     def loop_batches(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> bool:
         """Does this loop take a batch per iteration (for over a batch source, or a while
         whose body pulls ``next(...)`` from one)?"""
-        if isinstance(loop, (ast.For, ast.AsyncFor)):
-            return self.is_batch_source(loop.iter, st)
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and self.is_batch_source(loop.iter, st):
+            return True
         for node in iter_shallow(loop.body, into_loops=False):
             if isinstance(node, ast.Call) and callee_tail(node) == "next" and node.args \
                     and self.is_batch_source(node.args[0], st):
                 return True
+            if isinstance(node, ast.Call) and GET_BATCH_RE.search(callee_tail(node)):
+                return True  # `for k in range(eval_iters): x, y = get_batch("val")`
         return False
 
     # ------------------------------------------------------------------ classification
@@ -229,6 +234,9 @@ class LoopModel:
         if isinstance(period, ast.Name):
             if st.func is not None and param_default(st.func, period.id) == 1:
                 return True
+            top = self.ctx.index.scoped_assigns.get((None, period.id), ())
+            if len(top) == 1 and isinstance(top[0].value, ast.Constant) and top[0].value.value == 1:
+                return True  # `log_interval = 1` at the top of the script
             setting = self.ctx.program.setting(period.id) if period.id in LOGGISH else None
             return setting is not None and setting.default == 1
         if isinstance(period, ast.Attribute):

@@ -601,11 +601,19 @@ class ValueModel:
                 env[params[i]] = k
         if fn.args.vararg is not None and any(self.kind(a, st) in (GPU, MASK) for a in extra):
             env[fn.args.vararg.arg] = GPU  # `def add(self, *args)`: a tuple of GPU tensors
+        named = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
         for kw in call.keywords:
             if kw.arg:
                 k = self.kind(kw.value, st)
-                if k is not None:
+                if k is None:
+                    continue
+                if kw.arg in named or fn.args.kwarg is None:
                     env[kw.arg] = k
+                elif k in (GPU, MASK, DERIVED):
+                    # `update(loss=loss)` into `def update(self, **kwargs)`: a dict of them
+                    env[fn.args.kwarg.arg] = GPU if k != DERIVED else DERIVED
+            elif fn.args.kwarg is not None and self.kind(kw.value, st) in (GPU, MASK):
+                env[fn.args.kwarg.arg] = GPU  # `update(**loss_dict)`
         return env
 
     def bind(self, targets: list[ast.expr], value: ast.expr, st: State) -> None:

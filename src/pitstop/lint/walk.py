@@ -327,6 +327,8 @@ class Walker:
             self.visit_expr(stmt.test, st)
             self.check_test(stmt.test, stmt, st)
             rare = ctx.loops.rarity(stmt.test, st) == "rare"
+            if rare and st.hot is not None and ctx.loops.has_markers(stmt.body, st, into_loops=False):
+                rare = False  # `if (i + 1) % n_critic == 0:` around G's step: every update
             if st.hot is None and not st.optional and ctx.loops.opt_in(stmt.test, st):
                 # `if use_fsdp_eval:` (a parameter defaulting to False) around a loop
                 self.walk_body(stmt.body, replace(st, optional=True))
@@ -587,6 +589,10 @@ class Walker:
                     elif ctx.values.kind(gen.iter, st) == GPU:
                         for n in target_names(gen.target):
                             st.env[n] = GPU
+                        if isinstance(gen.iter, ast.Call) and callee_tail(gen.iter) == "items" \
+                                and isinstance(gen.target, ast.Tuple) and gen.target.elts:
+                            for n in target_names(gen.target.elts[0]):
+                                st.env[n] = CPU  # the keys of a dict of GPU tensors
                     elif isinstance(gen.iter, ast.Call) and callee_tail(gen.iter) == "zip" \
                             and isinstance(gen.target, ast.Tuple) \
                             and len(gen.target.elts) == len(gen.iter.args):
