@@ -831,3 +831,28 @@ def test_metric_loggers_get_batch_evaluations_and_generator_update_steps(tmp_pat
     # generator's loss at each of its updates; the log read every step (interval 1)
     assert found(run) == {("logger.py", 10, "LT001"), ("train.py", 17, "LT001"),
                           ("train.py", 36, "LT001"), ("train.py", 38, "LT001")}
+
+
+def test_a_model_object_framework_trains_through_optimize_parameters(tmp_path) -> None:
+    run = program(tmp_path, {"train.py": """
+        import time
+        import torch
+        from data import create_dataset
+        from models import create_model
+
+        opt = parse_options()
+        dataset = create_dataset(opt)
+        model = create_model(opt)
+        for epoch in range(opt.epoch_count, opt.n_epochs + 1):
+            for i, data in enumerate(dataset):
+                torch.cuda.synchronize()
+                start = time.time()
+                model.set_input(data)
+                model.optimize_parameters()
+                torch.cuda.synchronize()
+                took = time.time() - start
+        """}, select=("LT001", "LT006"))
+    # the model is built by name (out of reach), but optimize_parameters() is its step:
+    # this is the training loop, and its syncs are per step
+    assert found(run) == {("train.py", 10, "LT006"), ("train.py", 11, "LT001"),
+                          ("train.py", 15, "LT001")}

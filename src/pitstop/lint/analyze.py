@@ -26,7 +26,8 @@ TRIGGERS = (b"torch", b"DataLoader")
 # quarter of torch's own files -- `_iterate`, `zero_point` -- for nothing.)
 GATE_SUBSTRINGS = ("step(", ".backward(", "oader", "batches", "batch_iter", "data_iter",
                    "train_iter", "val_iter", ".amp", "import amp", "amp import", "zero_grad(",
-                   "set_to_none", "BatchNorm", "DataParallel")
+                   "set_to_none", "BatchNorm", "DataParallel", "optimize_param",
+                   "train_on_batch", "update_parameters")
 # `dl`, `train_dl`, `dl_val` (and, harmlessly, `x_dl_y`): "dl" not inside a word. The
 # literal comes first so that the regex engine jumps between "dl"s (a pattern that starts
 # with `\b` or an alternation tries every position: 0.3 s on torch's files).

@@ -87,7 +87,7 @@ def is_step_call(call: ast.Call) -> bool:
     if not isinstance(func, ast.Attribute):
         return False
     attr = func.attr
-    if attr in {"backward", "manual_backward"}:
+    if attr in {"backward", "manual_backward"} or attr in TRAINING_METHODS:
         return True
     if attr in {"step", "optimizer_step"}:
         owner = last_name(func.value)
@@ -97,6 +97,11 @@ def is_step_call(call: ast.Call) -> bool:
 
 
 STEP_OWNER_RE = re.compile(r"engine$|^ds_|^deepspeed", re.IGNORECASE)
+# The training step of model-object frameworks (CycleGAN/pix2pix, BasicSR, KAIR, CUT...):
+# `model.optimize_parameters(step)` runs forward, backward and the optimizers' steps, on a
+# model the program often builds by name (`create_model(opt)`), out of the analysis' reach.
+TRAINING_METHODS = frozenset({"optimize_parameters", "optimize_params", "train_on_batch",
+                              "update_parameters"})
 
 
 # What the light pass reads from a module's text (it does not look at expressions): plain
