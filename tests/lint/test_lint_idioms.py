@@ -856,3 +856,33 @@ def test_a_model_object_framework_trains_through_optimize_parameters(tmp_path) -
     # this is the training loop, and its syncs are per step
     assert found(run) == {("train.py", 10, "LT006"), ("train.py", 11, "LT001"),
                           ("train.py", 15, "LT001")}
+
+
+def test_the_rollout_of_on_policy_rl_runs_per_environment_step() -> None:
+    src = textwrap.dedent("""
+        import numpy as np
+        import torch
+        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        agent = Agent().to(dev)
+        opt = torch.optim.Adam(agent.parameters(), lr=2.5e-4)
+        obs = torch.Tensor(envs.reset()).to(dev)
+        for iteration in range(1000):
+            for step in range(128):
+                with torch.no_grad():
+                    action, logprob = agent.act(obs)
+                next_obs, reward, done, info = envs.step(action.cpu().numpy())
+                rewards[step] = torch.tensor(reward).to(dev).view(-1)
+                obs = torch.Tensor(next_obs).to(dev)
+            for epoch in range(4):
+                for start in range(0, 512, 128):
+                    loss = agent.loss(obs, rewards)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            print("loss", loss.item())
+    """)
+    got = sorted((f.line, f.code) for f in lint_source(src, "ppo.py", select=("LT001", "LT012")))
+    # every env step: the action read on the host for the environment (a sync, reported),
+    # the rewards and observations rebuilt on the CPU and copied; not the log read once
+    # per iteration after the update
+    assert got == [(12, "LT001"), (13, "LT012"), (14, "LT012")]

@@ -29,6 +29,7 @@ from pitstop.lint.astutil import (
     callee_tail,
     dotted,
     iter_shallow,
+    last_name,
     param_default,
 )
 from pitstop.lint.index import is_step_call
@@ -73,6 +74,7 @@ LIGHTNING_HOOKS = {"training_step": "train", "train_step": "train",
 BATCH_WRAPPER_TAILS = LOADER_WRAPPERS | {"log_every", "chain", "prefetch", "tqdm_notebook",
                                          "maybe_tqdm", "cycle", "infinite", "repeat",
                                          "iterate", "with_progress", "progress_bar"}
+ENV_RE = re.compile(r"^(envs?|vec_?envs?|train_envs?|environment)$", re.IGNORECASE)
 # Functions that hand out the next batch (a loop calling one takes a batch per iteration).
 GET_BATCH_RE = re.compile(r"^(get|next|sample|load|fetch|draw)_batch(es)?$|^get_(train|val|eval)_"
                           r"batch$", re.IGNORECASE)
@@ -183,12 +185,25 @@ class LoopModel:
             return None
         if self.has_markers(body, st, into_loops=False):
             return "train"
+        if self._rl_rollout(loop):
+            return "train"
         if self.loop_batches(loop, st):
             if self.has_markers(body, st, into_loops=True, skip_batch_loops=True):
                 return "train"
             if self.runs_model_eval(body, st):
                 return "eval"
         return None
+
+    def _rl_rollout(self, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+        """A rollout loop of RL training: it steps the environment (`envs.step(action)`)
+        once per iteration, and what it does with tensors there happens every env step,
+        as per-batch work does in supervised training."""
+        for node in iter_shallow(loop.body, into_loops=False):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr == "step" \
+                    and ENV_RE.search(last_name(node.func.value) or ""):
+                return True
+        return False
 
     def runs_model_eval(self, body: list[ast.stmt], st: State) -> bool:
         ctx = self.ctx
