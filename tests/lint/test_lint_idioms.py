@@ -886,3 +886,24 @@ def test_the_rollout_of_on_policy_rl_runs_per_environment_step() -> None:
     # the rewards and observations rebuilt on the CPU and copied; not the log read once
     # per iteration after the update
     assert got == [(12, "LT001"), (13, "LT012"), (14, "LT012")]
+
+
+def test_determinism_asked_by_an_option_that_defaults_to_true_silences_the_autotuner() -> None:
+    src = textwrap.dedent("""
+        import argparse
+        import torch
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--torch-deterministic", type=bool, default=True)
+        args = ap.parse_args()
+        torch.backends.cudnn.deterministic = args.torch_deterministic
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU()).cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = net(x.cuda(non_blocking=True)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    assert [f.code for f in lint_source(src, "train.py", select=("LT005",))] == []
+    off = src.replace("default=True", "default=False")
+    assert [f.code for f in lint_source(off, "train.py", select=("LT005",))] == ["LT005"]

@@ -7,12 +7,28 @@ import ast
 from pitstop.lint.context import ModuleContext
 from pitstop.lint.model import UNSAFE, Edit, Fix
 from pitstop.lint.rules._program import first_gpu_train_loop, insert_after_imports
+from pitstop.lint.settings import options_owner
 
 CODE = "LT005"
 
 
+def _determinism_on_by_default(ctx: ModuleContext) -> bool:
+    """`cudnn.deterministic = args.torch_deterministic` with that option defaulting to
+    True: the program asks for determinism unless told otherwise."""
+    for assign in ctx.assigns:
+        value = assign.value
+        if not (isinstance(value, ast.Attribute) and options_owner(value.value)):
+            continue
+        if any(isinstance(t, ast.Attribute) and t.attr == "deterministic"
+               and "cudnn" in ast.unparse(t) for t in assign.targets):
+            setting = ctx.program.setting(value.attr)
+            if setting is not None and setting.default is True:
+                return True
+    return False
+
+
 def check(ctx: ModuleContext) -> None:
-    if not ctx.gpu_program or "deterministic" in ctx.facts:
+    if not ctx.gpu_program or "deterministic" in ctx.facts or _determinism_on_by_default(ctx):
         return
     explicit_false = False
     for assign in ctx.assigns:
