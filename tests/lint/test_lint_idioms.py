@@ -907,3 +907,47 @@ def test_determinism_asked_by_an_option_that_defaults_to_true_silences_the_autot
     assert [f.code for f in lint_source(src, "train.py", select=("LT005",))] == []
     off = src.replace("default=True", "default=False")
     assert [f.code for f in lint_source(off, "train.py", select=("LT005",))] == ["LT005"]
+
+
+def test_an_attention_gate_of_convolutions_is_no_matmul_work_and_forward_switches(tmp_path
+                                                                                  ) -> None:
+    files = {"net.py": """
+        import torch.nn as nn
+
+        class AttentionGate(nn.Module):
+            def __init__(self, ch):
+                super().__init__()
+                self.w = nn.Sequential(nn.Conv2d(ch, ch, 1, bias=False), nn.BatchNorm2d(ch))
+                self.psi = nn.Sequential(nn.Conv2d(ch, 1, 1), nn.Sigmoid())
+
+            def forward(self, x, g):
+                return x * self.psi(self.w(x) + self.w(g))
+
+        class AttUNet(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = nn.Conv2d(3, 64, 3, padding=1)
+                self.gate = AttentionGate(64)
+
+            def forward(self, x, train, drop=None):
+                y = self.enc(x)
+                if train and drop is not None:
+                    y = y * drop
+                return self.gate(y, y)
+        """, "train.py": """
+        import torch
+        from net import AttUNet
+
+        torch.backends.cudnn.benchmark = True
+        net = AttUNet().cuda()
+        opt = torch.optim.Adam(net.parameters())
+        loader = torch.utils.data.DataLoader(Slices(), batch_size=8, num_workers=4,
+                                             pin_memory=True, persistent_workers=True)
+        for x, y in loader:
+            loss = (net(x.cuda(non_blocking=True), True) - y.cuda(non_blocking=True)).abs().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """}
+    # a conv-only U-Net: no TF32 advice; `train` is a switch of forward(), not a tensor
+    assert found(program(tmp_path, files, select=("LT011", "LT001"))) == set()

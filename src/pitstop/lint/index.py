@@ -80,6 +80,22 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 _LEAVES = frozenset({ast.Constant, ast.MatchSingleton})
 
 
+_MATMUL_CALLS = frozenset({"Linear", "LazyLinear", "matmul", "bmm", "baddbmm", "einsum",
+                           "softmax", "scaled_dot_product_attention", "MultiheadAttention",
+                           "linear", "mm"})
+
+
+def _does_matmuls(cls: ast.ClassDef) -> bool:
+    """Does an `*Attention*` class multiply matrices (Linear projections, matmul, softmax
+    attention), or is it a convolutional gate (Attention U-Net's 1x1 convs)?"""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return True
+        if isinstance(node, ast.Call) and callee_tail(node) in _MATMUL_CALLS:
+            return True
+    return False
+
+
 def is_step_call(call: ast.Call) -> bool:
     """``x.backward()`` (a loss, ``accelerator.backward``, ``scaler.scale(l).backward``,
     a DeepSpeed engine's) or ``optimizer.step()`` / ``scaler.step(opt)``: syntax alone."""
@@ -201,11 +217,16 @@ class ModuleIndex:
         for stmt in preamble or ():  # a piece of a big module: the module's imports
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 self._import(stmt)
+        self._heavy_calls: list[tuple[str, int]] = []
         if light:
             self._walk_statements(tree.body, None, None, None)
             self._text_facts(text)
         else:
             self._walk()
+        for tail, line in self._heavy_calls:
+            cls = self.classes.get(tail)
+            if cls is None or _does_matmuls(cls):
+                self.facts.setdefault("matmul_heavy", line)
         self.import_locals = {i.local for i in self.imports if i.local != "*"}
 
     # ------------------------------------------------------------------ the pass
@@ -379,7 +400,7 @@ class ModuleIndex:
             elif kind == "class":
                 cls: ast.ClassDef = node  # type: ignore[assignment]
                 self.classes.setdefault(cls.name, cls)
-                if any(w in cls.name for w in _HEAVY_CLASS_WORDS):
+                if any(w in cls.name for w in _HEAVY_CLASS_WORDS) and _does_matmuls(cls):
                     self.facts.setdefault("matmul_heavy", cls.lineno)
                 for b in cls.bases:
                     btail = last_name(b) or ""
@@ -532,8 +553,12 @@ class ModuleIndex:
                 tail == "get_model" and (qualname(func, self.aliases) or "").startswith(
                     "torchvision.models")):
             facts.setdefault("has_conv", node.lineno)  # the zoo by name: a conv net
-        if tail in MATMUL_HEAVY_TAILS or (tail[:1].isupper() and HEAVY_MODEL_RE.search(tail)):
-            facts.setdefault("matmul_heavy", node.lineno)  # `GPT(config)`, `LlamaForCausalLM(c)`
+        if tail in MATMUL_HEAVY_TAILS:
+            facts.setdefault("matmul_heavy", node.lineno)
+        elif tail[:1].isupper() and HEAVY_MODEL_RE.search(tail):
+            # `GPT(config)`, `LlamaForCausalLM(c)`: judged once the module's classes are
+            # known (a local `Attention_block` of 1x1 convs multiplies no matrices)
+            self._heavy_calls.append((tail, node.lineno))
         elif tail in LINEAR_TAILS:
             facts.setdefault("has_linear", node.lineno)
         elif tail in EMBEDDING_TAILS:

@@ -43,6 +43,10 @@ if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
 
 MAX_FOLLOW_DEPTH = 4
+# Parameters of forward() that are switches, not inputs (`forward(self, labels, train)`).
+FLAG_PARAM_RE = re.compile(r"^(train|training|is_train(ing)?|eval|evaluate|mode|phase|split|"
+                           r"stage|verbose|debug|deterministic|inference|test)$|^(return|use|"
+                           r"with|is|do|enable|apply|need)_|_(mode|flag|only)$", re.IGNORECASE)
 # Functions that time or profile code: their loops synchronize on purpose.
 MEASURE_RE = re.compile(r"profil|bench|throughput|timing|measure|speed_test|latency",
                         re.IGNORECASE)
@@ -202,7 +206,7 @@ class Walker:
         positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         required = positional[:len(positional) - len(fn.args.defaults)]
         for name in required:
-            if name != "self":
+            if name != "self" and not FLAG_PARAM_RE.search(name):
                 env.setdefault(name, GPU)
         return env
 
