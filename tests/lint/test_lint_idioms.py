@@ -882,10 +882,10 @@ def test_the_rollout_of_on_policy_rl_runs_per_environment_step() -> None:
             print("loss", loss.item())
     """)
     got = sorted((f.line, f.code) for f in lint_source(src, "ppo.py", select=("LT001", "LT012")))
-    # every env step: the action read on the host for the environment (a sync, reported),
-    # the rewards and observations rebuilt on the CPU and copied; not the log read once
-    # per iteration after the update
-    assert got == [(12, "LT001"), (13, "LT012"), (14, "LT012")]
+    # every env step: the rewards and observations rebuilt on the CPU and copied; not the
+    # action, which the environment needs on the host, nor the log read once per
+    # iteration after the update
+    assert got == [(13, "LT012"), (14, "LT012")]
 
 
 def test_determinism_asked_by_an_option_that_defaults_to_true_silences_the_autotuner() -> None:
@@ -951,3 +951,36 @@ def test_an_attention_gate_of_convolutions_is_no_matmul_work_and_forward_switche
         """}
     # a conv-only U-Net: no TF32 advice; `train` is a switch of forward(), not a tensor
     assert found(program(tmp_path, files, select=("LT011", "LT001"))) == set()
+
+
+def test_reads_that_are_the_point_actions_for_the_environment_and_images_written() -> None:
+    src = textwrap.dedent("""
+        import sys
+        import torch
+        from torchvision.utils import save_image
+
+        class Agent:
+            def select_action(self, state):
+                state = torch.as_tensor(state, device="cuda").unsqueeze(0)
+                return self.actor(state).cpu().numpy().flatten()
+
+        agent = Agent()
+        q_net = QNet().cuda()
+        opt = torch.optim.Adam(q_net.parameters())
+        obs = envs.reset()
+        for step in range(1000000):
+            q = q_net(torch.as_tensor(obs, device="cuda"))
+            actions = torch.argmax(q, dim=1).cpu().numpy()
+            obs, rewards, dones, infos = envs.step(actions)
+            extra = agent.select_action(obs)
+            loss = q.mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            save_image(q.detach().cpu(), "q.png")
+            sys.stdout.write("loss %f" % loss.item())
+    """)
+    got = [(f.line, f.code) for f in lint_source(src, "dqn.py", select=("LT001",))]
+    # the action the environment needs and the image written are read on purpose; the
+    # log line is not
+    assert got == [(25, "LT001")]

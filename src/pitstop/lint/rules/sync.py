@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname
+from pitstop.lint.astutil import callee_tail, dotted, kwarg, last_name, qualname
 from pitstop.lint.context import GPU, MASK, ModuleContext, State
+from pitstop.lint.loops import ENV_RE
 from pitstop.lint.values import CREATORS, DERIVED, stringish
 
 CODE = "LT001"
@@ -33,8 +34,55 @@ MATH_FUNCS = frozenset({"isfinite", "isnan", "isinf", "sqrt", "log", "exp", "flo
                         "fabs"})
 
 
+# Functions that hand an RL environment its action: the host needs it every env step.
+ACTION_FN_RE = re.compile(r"^(select|get|choose|sample|take)_actions?$|^act$|^policy_act$",
+                          re.IGNORECASE)
+# Calls that need host data by design: the environment's step, writing images and arrays
+SINKS = frozenset({"save_image", "imsave", "imwrite", "save", "savez", "add_image",
+                   "add_images", "add_figure", "add_audio", "add_video", "imshow"})
+
+
+def _read_for_the_host(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
+    """Is this read the point of the code: the action handed to `envs.step(...)` (directly
+    or through the name it is stored in), or data written out (`save_image(x.cpu())`)?"""
+    if st.func is not None and ACTION_FN_RE.search(st.func.name):
+        return True
+    parents = ctx.parents
+    child, parent = node, parents.get(node)
+    for _ in range(8):
+        if parent is None:
+            return False
+        if isinstance(parent, ast.Call) and child is not parent.func:
+            tail = callee_tail(parent)
+            if tail in SINKS or (tail == "step" and isinstance(parent.func, ast.Attribute)
+                                 and ENV_RE.search(last_name(parent.func.value) or "")):
+                return True
+        if isinstance(parent, ast.Assign):
+            names = {n.id for t in parent.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            return bool(names) and _stepped_with(ctx, st, names)
+        if isinstance(parent, ast.stmt):
+            return False
+        child, parent = parent, parents.get(parent)
+    return False
+
+
+def _stepped_with(ctx: ModuleContext, st: State, names: set[str]) -> bool:
+    """Does the hot loop hand one of ``names`` to the environment's step?"""
+    loop = st.hot.node if st.hot is not None else None
+    if not isinstance(loop, (ast.For, ast.While, ast.AsyncFor)):
+        return False
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Call) and callee_tail(node) == "step" and isinstance(
+                node.func, ast.Attribute) and ENV_RE.search(last_name(node.func.value) or "") \
+                and any(isinstance(a, ast.Name) and a.id in names for a in node.args):
+            return True
+    return False
+
+
 def _report(ctx: ModuleContext, node: ast.AST, st: State, what: str, sync: str) -> None:
     assert st.hot is not None
+    if _read_for_the_host(ctx, node, st):
+        return
     via = f" {st.via}" if st.via else ""
     origin = ctx.device_origin
     if st.hot.kind == "forward" and origin is not None:
