@@ -984,3 +984,29 @@ def test_reads_that_are_the_point_actions_for_the_environment_and_images_written
     # the action the environment needs and the image written are read on purpose; the
     # log line is not
     assert got == [(25, "LT001")]
+
+
+def test_a_loader_turned_into_one_iterator_for_the_whole_run_is_not_respawned() -> None:
+    src = textwrap.dedent("""
+        import torch
+        from torch.utils.data import DataLoader
+        net = Net().cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        loader = DataLoader(Crops(), batch_size=8, num_workers=8, pin_memory=True)
+        batches = iter(loader)
+        again = DataLoader(Crops(), batch_size=8, num_workers=8, pin_memory=True)
+        stream = iter(again)
+        for it in range(100000):
+            try:
+                x = next(stream)
+            except StopIteration:
+                stream = iter(again)
+                x = next(stream)
+            y = next(batches)
+            loss = net(x.cuda(non_blocking=True)).mean() + net(y.cuda(non_blocking=True)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """)
+    # `again` is re-iterated each time it runs out: its workers are re-spawned
+    assert [f.line for f in lint_source(src, "train.py", select=("LT004",))] == [8]

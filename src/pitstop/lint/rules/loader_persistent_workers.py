@@ -113,9 +113,25 @@ def built_per_pass(ctx: ModuleContext, call: ast.Call) -> bool:
 def taken_once(ctx: ModuleContext, call: ast.Call) -> bool:
     """Is the loader only ever turned into one iterator (`it = iter(DataLoader(...))`
     outside any loop), so that its workers live as long as that iterator?"""
-    for it in ctx.index.calls_by_tail.get("iter", ()):
-        if it.args and it.args[0] is call and it not in ctx.index.calls_in_loop:
+    index = ctx.index
+    for it in index.calls_by_tail.get("iter", ()):
+        if it.args and it.args[0] is call and it not in index.calls_in_loop:
             return True
-    return False
+    # `loader = DataLoader(...)` ... `it = iter(loader)` once, outside any loop, and the
+    # loader never iterated or handed anywhere else
+    name = loader_name(ctx, call)
+    if name is None:
+        return False
+    owner = index.owner.get(call)
+    scope: object = owner if not name.startswith("self.") else "*"
+    loops_by, passes_by = uses_by_name(ctx)
+    if loops_by.get((scope, name)):
+        return False
+    if [c for c in passes_by.get((scope, name), []) if c is not call]:
+        return False
+    iters = [c for c in index.calls_by_tail.get("iter", ())
+             if c.args and dotted(c.args[0]) == name
+             and (scope == "*" or index.owner.get(c) is owner)]
+    return bool(iters) and not any(c in index.calls_in_loop for c in iters)
 
 
