@@ -221,8 +221,16 @@ def report(outcomes: list[Outcome], title: str) -> dict[str, object]:
         per_rule[r] = {"must": must, "tp": tp[r], "fn": fn[r], "fp": fp[r]}
     T, N, P = sum(tp.values()), sum(fn.values()), sum(fp.values())
     print(f"{'total':6s} {T + N:5d} {T:5d} {N:6d} {P:5d} {_ratio(T, T + P):>9s} {_ratio(T, T + N):>7s}")
+    # Strict precision counts every finding no must label matches; labellers also leave
+    # out places they were unsure of, so the lenient figure counts only the findings an
+    # `ok` label contradicts.
+    contradicted = sum(1 for o in outcomes for _, ok in o.false_alarms if ok is not None)
+    print(f"lenient precision (false only where an `ok` label says so: {contradicted}): "
+          f"{_ratio(T, T + contradicted)}")
     return {"programs": len(outcomes), "rules": per_rule, "tp": T, "fn": N, "fp": P,
+            "fp_on_ok_labels": contradicted,
             "precision": round(T / (T + P), 4) if T + P else None,
+            "precision_lenient": round(T / (T + contradicted), 4) if T + contradicted else None,
             "recall": round(T / (T + N), 4) if T + N else None}
 
 

@@ -45,8 +45,11 @@ if TYPE_CHECKING:
 MAX_FOLLOW_DEPTH = 4
 # Parameters of forward() that are switches, not inputs (`forward(self, labels, train)`).
 FLAG_PARAM_RE = re.compile(r"^(train|training|is_train(ing)?|eval|evaluate|mode|phase|split|"
-                           r"stage|verbose|debug|deterministic|inference|test)$|^(return|use|"
-                           r"with|is|do|enable|apply|need)_|_(mode|flag|only)$", re.IGNORECASE)
+                           r"stage|verbose|debug|deterministic|inference|test|i|j|k|n|"
+                           r"model_type|name)$|^(return|use|with|is|do|enable|apply|need|force|"
+                           r"num|n|max|min)_|_(mode|flag|only|type|name|len|size|num|count|"
+                           r"idx|index)$|step|epoch|iter|^(seq_|max_)?len(gth)?s?$|size$",
+                           re.IGNORECASE)
 # Functions that time or profile code: their loops synchronize on purpose.
 MEASURE_RE = re.compile(r"profil|bench|throughput|timing|measure|speed_test|latency",
                         re.IGNORECASE)
