@@ -157,24 +157,28 @@ def test_a_flag_copied_into_a_local_name_is_still_an_opt_in() -> None:
     assert [f.code for f in lint_source(src, "train.py", select=("LT001",))] == []
 
 
+# A training step that moves its batch to `device` and reads the targets on the host.
+FIT = """
+def fit(net, batches, opt, device):
+    for x, y in batches:
+        x = x.to(device)
+        y = y.to(device)
+        loss = torch.nn.functional.mse_loss(net(x), y)
+        record(y.detach().cpu().numpy())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
 def test_a_device_that_is_cpu_on_one_path_only_is_not_the_cpu(tmp_path) -> None:
-    run = program(tmp_path, {"run.py": """
+    run = program(tmp_path, {"run.py": textwrap.dedent("""
         import argparse
         import torch
 
         def spawn(args):
             return args.rank, args.rank % 8, 8
-
-        def fit(net, batches, opt, device):
-            for x, y in batches:
-                x = x.to(device)
-                y = y.to(device)
-                loss = torch.nn.functional.mse_loss(net(x), y)
-                record(y.detach().cpu().numpy())
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-
+        """).lstrip("\n") + FIT + textwrap.dedent("""
         def main():
             ap = argparse.ArgumentParser()
             ap.add_argument("--device", default="cpu")
@@ -193,24 +197,13 @@ def test_a_device_that_is_cpu_on_one_path_only_is_not_the_cpu(tmp_path) -> None:
                 fit(net, batches, opt, device)
 
         main()
-        """}, select=("LT001", "LT008"))
+        """)}, select=("LT001", "LT008"))
     assert found(run) == {("run.py", 9, "LT008"), ("run.py", 10, "LT008"),
                           ("run.py", 12, "LT001")}
 
 
 def test_a_cpu_only_program_with_the_same_shape_stays_quiet(tmp_path) -> None:
-    run = program(tmp_path, {"run.py": """
-        import torch
-
-        def fit(net, batches, opt, device):
-            for x, y in batches:
-                x = x.to(device)
-                loss = torch.nn.functional.mse_loss(net(x), y)
-                record(y.detach().cpu().numpy())
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-
+    run = program(tmp_path, {"run.py": "import torch\n" + FIT + textwrap.dedent("""
         if fast:
             device = "cpu"
         else:
@@ -218,7 +211,7 @@ def test_a_cpu_only_program_with_the_same_shape_stays_quiet(tmp_path) -> None:
         net = torch.nn.Linear(8, 1).to(device)
         fit(net, torch.utils.data.DataLoader(Rows(), batch_size=16), torch.optim.SGD(
             net.parameters(), lr=0.1), device)
-        """}, select=("LT001", "LT008", "LT003"))
+        """)}, select=("LT001", "LT008", "LT003"))
     assert found(run) == set()
 
 
