@@ -1,0 +1,147 @@
+"""Where the program's modules are: import names resolved to files of the program
+(relative imports, packages and their ``__init__`` files, a script's sibling modules).
+
+A mixin of :class:`~pitstop.lint.program.Program`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pitstop.lint.summary import ModuleSummary
+
+
+class ProgramModules:
+    """Module resolution of a :class:`~pitstop.lint.program.Program`."""
+
+    modules: dict[str, ModuleSummary]
+    roots: list[str]
+    _folders: dict[str, list[str]] | None
+    _tops: dict[str, str]
+    _candidates: dict[tuple[str, str, int], list[str]]
+    _resolved: dict[tuple[str, str, int], str | None]
+    _memo: dict[tuple[Any, ...], Any]
+
+    def key(self, path: str) -> str:
+        return norm_path(path)
+
+    def summary(self, key: str) -> ModuleSummary | None:
+        return self.modules.get(key)
+
+    def module_candidates(self, key: str, module: str, level: int) -> list[str]:
+        """Files that ``import module`` (``level`` dots) in module ``key`` may mean, best
+        first (they need not exist). The list is shared: do not change it."""
+        here = os.path.dirname(key)
+        memo_key = (here, module, level)
+        found = self._candidates.get(memo_key)
+        if found is None:
+            found = self._candidates[memo_key] = self._candidates_in(here, module, level)
+        return found
+
+    def _candidates_in(self, here: str, module: str, level: int) -> list[str]:
+        # (asked for every import of every module, with the same few folders and names:
+        # memoised per folder, the link pass of a big package does not rebuild the paths)
+        rel = module.replace(".", os.sep) if module else ""
+        bases: list[str] = []
+        if level:
+            base = here
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            bases = [base]
+        else:
+            bases.append(here)
+            top = self._package_top(here)
+            if top != here:
+                bases.append(top)
+            bases.extend(self.roots)
+            up = here
+            for _ in range(4):
+                parent = os.path.dirname(up)
+                if parent == up:
+                    break
+                up = parent
+                bases.append(up)
+        out = []
+        for b in dict.fromkeys(bases):
+            target = os.path.join(b, rel) if rel else b
+            out.append(target + ".py")
+            out.append(os.path.join(target, "__init__.py"))
+        return out
+
+    def _package_top(self, folder: str) -> str:
+        """The folder above the package holding ``folder`` (``folder`` if none)."""
+        memo = self._tops
+        if folder in memo:
+            return memo[folder]
+        top = folder
+        while os.path.join(top, "__init__.py") in self.modules or _has_init(top):
+            parent = os.path.dirname(top)
+            if parent == top:
+                break
+            top = parent
+        memo[folder] = top
+        return top
+
+    def resolve_module(self, key: str, module: str, level: int) -> str | None:
+        if len(self.modules) == 1:  # a module on its own: only a self-import resolves
+            stem = os.path.splitext(os.path.basename(key))[0]
+            if (module.rsplit(".", 1)[-1] if module else "") != stem and stem != "__init__":
+                return None
+        memo_key = (os.path.dirname(key), module, level)
+        if memo_key in self._resolved:
+            return self._resolved[memo_key]
+        found = None
+        for cand in self.module_candidates(key, module, level):
+            if cand in self.modules:
+                found = cand
+                break
+        self._resolved[memo_key] = found
+        return found
+
+    def defined_in_package(self, key: str, module: str, level: int, name: str) -> str | None:
+        """The module of the folder ``module`` that defines ``name`` at its top level,
+        when the folder's ``__init__.py`` (which would re-export it) is not linted."""
+        memo_key = ("defined_in_package", key, module, level, name)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        found = None
+        folders = {os.path.dirname(c) for c in self.module_candidates(key, module, level)
+                   if c.endswith("__init__.py")}
+        for k in sorted(self._by_folder().keys() & folders):
+            for m in self._by_folder()[k]:
+                s = self.modules[m]
+                if name in s.classes or name in s.globals or (
+                        name in s.functions and not s.functions[name].is_method):
+                    found = m
+                    break
+            if found:
+                break
+        self._memo[memo_key] = found
+        return found
+
+    def _by_folder(self) -> dict[str, list[str]]:
+        if self._folders is None:
+            folders: dict[str, list[str]] = {}
+            for m in sorted(self.modules):
+                folders.setdefault(os.path.dirname(m), []).append(m)
+            self._folders = folders
+        return self._folders
+
+
+_INITS: dict[str, bool] = {}
+
+
+def _has_init(folder: str) -> bool:
+    """Is there a package ``__init__.py`` in ``folder`` (asked once per folder)?"""
+    found = _INITS.get(folder)
+    if found is None:
+        if len(_INITS) > 100_000:
+            _INITS.clear()
+        found = _INITS[folder] = os.path.exists(os.path.join(folder, "__init__.py"))
+    return found
+
+
+def norm_path(path: str) -> str:
+    """A path as the program keys its modules: absolute and normalised."""
+    return os.path.normpath(os.path.abspath(path))

@@ -1,0 +1,236 @@
+"""The program's reach: which modules run together (the import graph, its packages'
+``__init__`` files, modules reached by name), the program-level facts of a module, and
+where the program gets an accelerator from.
+
+A mixin of :class:`~pitstop.lint.program.Program`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from pitstop.lint.program_answers import Origin, query
+from pitstop.lint.settings import Setting
+from pitstop.lint.summary import ModuleSummary
+
+ACCEL_PREFIXES = ("cuda", "mps", "xpu", "hpu", "npu", "gpu")
+# Stronger evidence first: a device that is spelled out beats a mere `torch.cuda` use.
+ORIGIN_RANK = {"torch.accelerator": 0, "device": 1, "Accelerator()": 2, ".cuda()": 3,
+               "argparse": 1, 'init_process_group("nccl")': 3, "torch.cuda": 5,
+               "deepspeed.initialize()": 3}
+
+
+class ProgramReach:
+    """Reach, facts and device origin of a :class:`~pitstop.lint.program.Program`."""
+
+    modules: dict[str, ModuleSummary]
+    device: str
+    _memo: dict[tuple[Any, ...], Any]
+    _graph: dict[str, set[str]] | None
+    _importers: dict[str, set[str]] | None
+    _inits: dict[str, list[str]]
+
+    if TYPE_CHECKING:  # answered by the other parts of the program
+        def resolve_module(self, key: str, module: str, level: int) -> str | None: ...
+        def defined_in_package(self, key: str, module: str, level: int,
+                               name: str) -> str | None: ...
+        def _package_top(self, folder: str) -> str: ...
+        def class_is(self, module: str, cls: str, what: str) -> bool: ...
+
+    def graph(self) -> dict[str, set[str]]:
+        """module -> the modules of the program it imports (package __init__ files count)."""
+        if self._graph is None:
+            graph: dict[str, set[str]] = {}
+            for key, s in self.modules.items():
+                out: set[str] = set()
+                for imp in s.imports:
+                    mod = self.resolve_module(key, imp.module, imp.level) if (
+                        imp.module or imp.level) else None
+                    if mod is not None:
+                        out.add(mod)
+                    elif imp.name:
+                        owner = self.defined_in_package(key, imp.module, imp.level, imp.name)
+                        if owner is not None:
+                            out.add(owner)
+                    if imp.name:
+                        sub = self.resolve_module(
+                            key, f"{imp.module}.{imp.name}" if imp.module else imp.name, imp.level)
+                        if sub is not None:
+                            out.add(sub)
+                # importing pkg.sub.mod runs pkg/__init__.py and pkg/sub/__init__.py
+                for target in list(out):
+                    out.update(self._package_inits(os.path.dirname(target)))
+                out.discard(key)
+                graph[key] = out
+            self._graph = graph
+        return self._graph
+
+    def _package_inits(self, folder: str) -> list[str]:
+        """The ``__init__.py`` modules of the program from ``folder`` up, while there are."""
+        found = self._inits.get(folder)
+        if found is None:
+            found = []
+            d = folder
+            while os.path.join(d, "__init__.py") in self.modules:
+                found.append(os.path.join(d, "__init__.py"))
+                parent = os.path.dirname(d)
+                if parent == d:
+                    break
+                d = parent
+            self._inits[folder] = found
+        return found
+
+    def _closure(self, key: str) -> set[str]:
+        memo_key = ("closure", key)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        graph = self.graph()
+        seen = {key}
+        todo = [key]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        self._memo[memo_key] = seen
+        return seen
+
+    def program_of(self, key: str) -> set[str]:
+        """The modules that run together with ``key``: for every entry point (a module no
+        other module imports) whose imports reach ``key``, everything that entry reaches."""
+        memo_key = ("program_of", key)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        if self._importers is None:
+            importers: dict[str, set[str]] = {k: set() for k in self.modules}
+            for k, outs in self.graph().items():
+                for o in outs:
+                    importers.setdefault(o, set()).add(k)
+            self._importers = importers
+        entries: set[str] = set()
+        seen = {key}
+        todo = [key]
+        while todo:
+            cur = todo.pop()
+            ups = self._importers.get(cur, set())
+            if not ups:
+                entries.add(cur)
+            for u in ups:
+                if u not in seen:
+                    seen.add(u)
+                    todo.append(u)
+        if not entries:
+            entries = {key}
+        # (in a big package most modules share their entry points: the union of the
+        # entries' closures is made once per set of entries, not once per module)
+        reach_key = ("reach", frozenset(entries))
+        reach = self._memo.get(reach_key)
+        if reach is None:
+            reach = set()
+            for e in entries:
+                reach |= self._closure(e)
+            self._memo[reach_key] = reach
+        out = reach | self._reached_dynamically(key)
+        self._memo[memo_key] = out
+        return out
+
+    def _reached_dynamically(self, key: str) -> set[str]:
+        """Model definitions (modules of nn.Module classes, no training of their own) that
+        no module of the run imports: something reaches them by name -- a registry,
+        `construct_class_by_name("training.networks.Generator")`, a config -- so they run
+        with the programs of the run (their layers and precision count)."""
+        memo_key = ("dynamic", "")
+        if memo_key not in self._memo:
+            found: set[str] = set()
+            assert self._importers is not None
+            for m, s in self.modules.items():
+                if self._importers.get(m) or any(f.marks for f in s.functions.values()):
+                    continue
+                if any(self.class_is(m, c, "module") for c in s.classes):
+                    found.add(m)
+            self._memo[memo_key] = found
+        found = self._memo[memo_key]
+        if key in found:
+            return set()
+        # only next to this program: its folder, or the package it is in
+        here = os.path.dirname(key)
+        top = self._package_top(here)
+        return {m for m in found if os.path.dirname(m) == here or (
+            top != here and m.startswith(top + os.sep))}
+
+    def facts(self, key: str) -> set[str]:
+        """The program facts of every module that runs with ``key``."""
+        out: set[str] = set()
+        for m in self.program_of(key):
+            s = self.modules.get(m)
+            if s is not None:
+                out.update(s.facts)
+        return out
+
+    @query
+    def device_origin(self, key: str) -> Origin | None:
+        """Where the program holding ``key`` gets an accelerator (None: it runs on CPUs
+        only, as far as the code says)."""
+        if self.device == "cpu":
+            return None
+        if self.device == "gpu":
+            return Origin("--device", 0, "gpu", True)
+        own = self._origin_of(key)
+        if own is not None:
+            return own
+        best: Origin | None = None
+        for m in sorted(self.program_of(key)):
+            o = self._origin_of(m)
+            if o is not None and (best is None or _origin_rank(o) < _origin_rank(best)):
+                best = o
+        return best
+
+    def _origin_of(self, key: str) -> Origin | None:
+        memo_key = ("origin_of", key)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        found = self._memo[memo_key] = self._origin_in(key)
+        return found
+
+    def _origin_in(self, key: str) -> Origin | None:
+        s = self.modules.get(key)
+        if s is None:
+            return None
+        best: Origin | None = None
+        for line, what in s.gpu_origins:
+            spelled = what == ".cuda()" or what.startswith('torch.device("cuda') or (
+                ' = "' in what and not what.endswith("if ..."))
+            o = Origin(s.path, line, what, certain=spelled and not s.cpu_devices)
+            if best is None or _origin_rank(o) < _origin_rank(best):
+                best = o
+        for st in s.settings.values():
+            if _device_setting(st):
+                o = Origin(st.path, st.line, f"{st.flag or st.name} can be "
+                           f"{_accel_value(st)!r}")
+                if best is None or _origin_rank(o) < _origin_rank(best):
+                    best = o
+        return best
+
+
+def _origin_rank(o: Origin) -> int:
+    what = o.what
+    if what.startswith("torch.accelerator"):
+        return 0
+    if "device(" in what or "=" in what or "can be" in what:
+        return 1
+    return ORIGIN_RANK.get(what, 4)
+
+
+def _accel_value(st: Setting) -> object:
+    for v in st.values():
+        if isinstance(v, str) and v.lower().startswith(ACCEL_PREFIXES):
+            return v
+    return None
+
+
+def _device_setting(st: Setting) -> bool:
+    name = st.name.lower()
+    if "device" not in name and name not in {"accelerator", "gpu", "gpus", "cuda", "backend"}:
+        return False
+    return _accel_value(st) is not None
