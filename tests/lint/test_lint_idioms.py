@@ -1003,3 +1003,41 @@ def test_a_loader_turned_into_one_iterator_for_the_whole_run_is_not_respawned() 
     """)
     # `again` is re-iterated each time it runs out: its workers are re-spawned
     assert [f.line for f in lint_source(src, "train.py", select=("LT004",))] == [8]
+
+
+def test_determinism_set_by_a_seeding_helper_counts_only_where_the_helper_is_called(
+        tmp_path) -> None:
+    files = {"utils.py": """
+        import random
+        import torch
+
+        def set_deterministic(seed):
+            random.seed(seed)
+            torch.manual_seed(seed)
+            torch.backends.cudnn.deterministic = True
+            torch.backends.cudnn.benchmark = False
+        """, "train.py": """
+        import argparse
+        import torch
+        from utils import set_deterministic
+
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--seed", type=int, default=None)
+        args = ap.parse_args()
+        if args.seed is not None:
+            set_deterministic(args.seed)
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = net(x.cuda(non_blocking=True)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """}
+    # only with --seed: the default run has no determinism asked, and no autotuner
+    assert found(program(tmp_path, files, select=("LT005",))) == {("train.py", 12, "LT005")}
+    # called on every run: the program asks for determinism, the rule stays silent
+    files["train.py"] = files["train.py"].replace(
+        "        if args.seed is not None:\n            set_deterministic(args.seed)",
+        "        set_deterministic(0)")
+    assert found(program(tmp_path / "always", files, select=("LT005",))) == set()

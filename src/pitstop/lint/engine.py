@@ -663,6 +663,8 @@ def program_facts(program: Program, key: str, uses: set[str] | frozenset[str],
     (every module that runs with it), what the loops of the run do with loaders, and
     whether some module of the program trains or moves batches to the GPU."""
     facts = program.facts(key) | set(own) | set(uses)
+    if any(f.startswith("deterministic_fn:") and f"calls:{f[17:]}" in facts for f in facts):
+        facts.add("deterministic")  # a seeding helper that sets it, called unguarded
     members = program.program_of(key) if key in program.modules else {key}
     for prefix, name in ((USE_GPU_ANY, "loader_gpu_any"), (USE_TRAIN, "train_program")):
         if any(prefix + m in uses for m in members):

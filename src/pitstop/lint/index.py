@@ -218,11 +218,15 @@ class ModuleIndex:
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 self._import(stmt)
         self._heavy_calls: list[tuple[str, int]] = []
+        self._seed_calls: list[ast.Call] = []
         if light:
             self._walk_statements(tree.body, None, None, None)
             self._text_facts(text)
         else:
             self._walk()
+        for call in self._seed_calls:
+            if not self._under_seed_guard(call):
+                self.facts.setdefault(f"calls:{callee_tail(call)}", call.lineno)
         for tail, line in self._heavy_calls:
             cls = self.classes.get(tail)
             if cls is None or _does_matmuls(cls):
@@ -487,6 +491,8 @@ class ModuleIndex:
         for fact, needles in TEXT_FACTS.items():
             at = min((i for i in (text.find(n) for n in needles) if i >= 0), default=-1)
             if at >= 0:
+                if fact == "deterministic":
+                    fact = _determinism_fact_in_text(text, at)
                 self.facts.setdefault(fact, text.count("\n", 0, at) + 1)
         if "cuda" in text or "accelerator" in text:
             m = TEXT_ORIGINS.search(text)
@@ -533,6 +539,8 @@ class ModuleIndex:
         ft = type(func)
         tail = func.attr if ft is ast.Attribute else (func.id if ft is ast.Name else "")  # type: ignore[attr-defined]
         facts = self.facts
+        if SEED_FN_RE.search(tail):
+            self._seed_calls.append(node)
         for kw in node.keywords:
             if kw.arg in {"precision", "mixed_precision", "dtype", "torch_dtype"}:
                 v = kw.value
@@ -590,7 +598,7 @@ class ModuleIndex:
             facts.setdefault("cudnn_benchmark_true", node.lineno)
         elif tail == "use_deterministic_algorithms":
             if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is True:
-                facts.setdefault("deterministic", node.lineno)
+                facts.setdefault(_determinism_fact(self.owner.get(node)), node.lineno)
         elif tail in {"DistributedDataParallel", "FullyShardedDataParallel", "DDP", "FSDP",
                       "auto_model"}:  # (ignite's idist.auto_model wraps in DDP when distributed)
             facts.setdefault("uses_ddp", node.lineno)
@@ -680,7 +688,7 @@ class ModuleIndex:
                         self.facts.setdefault("cudnn_benchmark_true", node.lineno)
                 elif tail == "deterministic" and isinstance(value, ast.Constant) \
                         and value.value is True and "cudnn" in name:
-                    self.facts.setdefault("deterministic", node.lineno)
+                    self.facts.setdefault(_determinism_fact(owner), node.lineno)
                 elif (tail == "allow_tf32" and "matmul" in name
                       and not _false_by_default(value, owner)) or (
                         tail == "fp32_precision" and isinstance(value, ast.Constant)
@@ -688,6 +696,16 @@ class ModuleIndex:
                     self.facts.setdefault("tf32_enabled", node.lineno)
                 elif tail == "require_backward_grad_sync":
                     self.facts.setdefault("ddp_sync_control", node.lineno)
+
+    def _under_seed_guard(self, call: ast.Call) -> bool:
+        """`if args.seed is not None: set_deterministic(args.seed)`: called only when the
+        user asks for a seed."""
+        cur = self.parents.get(call)
+        while cur is not None and not isinstance(cur, FUNCS):
+            if isinstance(cur, ast.If) and SEED_FN_RE.search(ast.unparse(cur.test)):
+                return True
+            cur = self.parents.get(cur)
+        return False
 
     # ------------------------------------------------------------------ questions
     @property
@@ -738,6 +756,37 @@ class ModuleIndex:
     def qualname_of(self, fn: FuncDef) -> str:
         cls = self.class_of.get(fn)
         return f"{cls.name}.{fn.name}" if cls is not None else fn.name
+
+
+# Helpers that seed and make a run deterministic (often called only with a seed given).
+SEED_FN_RE = re.compile(r"seed|determinis|reproduc", re.IGNORECASE)
+
+
+def _determinism_fact(owner: FuncDef | None) -> str:
+    """`cudnn.deterministic = True` asks for determinism -- inside a seeding helper only
+    where the helper is called (`deterministic_fn:NAME`, matched with `calls:NAME`)."""
+    if owner is not None and SEED_FN_RE.search(owner.name):
+        return f"deterministic_fn:{owner.name}"
+    return "deterministic"
+
+
+_DEF_RE = re.compile(r"^([ \t]*)def[ \t]+(\w+)", re.MULTILINE)
+
+
+def _determinism_fact_in_text(text: str, at: int) -> str:
+    """:func:`_determinism_fact` for the light pass: the `def` the text at ``at`` is in
+    (the nearest one above it, indented less)."""
+    line_start = text.rfind("\n", 0, at) + 1
+    indent = len(text[line_start:at]) - len(text[line_start:at].lstrip())
+    name = None
+    for m in _DEF_RE.finditer(text, 0, line_start):
+        if len(m.group(1)) < indent:
+            name = m.group(2)
+        elif len(m.group(1)) == 0 and indent == 0:
+            name = None
+    if name is not None and SEED_FN_RE.search(name):
+        return f"deterministic_fn:{name}"
+    return "deterministic"
 
 
 def _false_by_default(value: ast.expr, owner: FuncDef | None) -> bool:
