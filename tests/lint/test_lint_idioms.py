@@ -881,6 +881,18 @@ def test_the_rollout_of_on_policy_rl_runs_per_environment_step() -> None:
     assert got == [(13, "LT012"), (14, "LT012")]
 
 
+# A convolutional network trained on the GPU (what the autotuner rule is about).
+CONV_TRAINING = """
+net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU()).cuda()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for x, y in loader:
+    loss = net(x.cuda(non_blocking=True)).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
 def test_determinism_asked_by_an_option_that_defaults_to_true_silences_the_autotuner() -> None:
     src = textwrap.dedent("""
         import argparse
@@ -889,14 +901,7 @@ def test_determinism_asked_by_an_option_that_defaults_to_true_silences_the_autot
         ap.add_argument("--torch-deterministic", type=bool, default=True)
         args = ap.parse_args()
         torch.backends.cudnn.deterministic = args.torch_deterministic
-        net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU()).cuda()
-        opt = torch.optim.SGD(net.parameters(), lr=0.1)
-        for x, y in loader:
-            loss = net(x.cuda(non_blocking=True)).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    """)
+    """) + CONV_TRAINING
     assert [f.code for f in lint_source(src, "train.py", select=("LT005",))] == []
     off = src.replace("default=True", "default=False")
     assert [f.code for f in lint_source(off, "train.py", select=("LT005",))] == ["LT005"]
@@ -1016,7 +1021,7 @@ def test_determinism_set_by_a_seeding_helper_counts_only_where_the_helper_is_cal
             torch.manual_seed(seed)
             torch.backends.cudnn.deterministic = True
             torch.backends.cudnn.benchmark = False
-        """, "train.py": """
+        """, "train.py": textwrap.dedent("""
         import argparse
         import torch
         from utils import set_deterministic
@@ -1026,18 +1031,10 @@ def test_determinism_set_by_a_seeding_helper_counts_only_where_the_helper_is_cal
         args = ap.parse_args()
         if args.seed is not None:
             set_deterministic(args.seed)
-        net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).cuda()
-        opt = torch.optim.SGD(net.parameters(), lr=0.1)
-        for x, y in loader:
-            loss = net(x.cuda(non_blocking=True)).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        """}
+        """).lstrip("\n") + CONV_TRAINING}
     # only with --seed: the default run has no determinism asked, and no autotuner
-    assert found(program(tmp_path, files, select=("LT005",))) == {("train.py", 12, "LT005")}
+    assert found(program(tmp_path, files, select=("LT005",))) == {("train.py", 13, "LT005")}
     # called on every run: the program asks for determinism, the rule stays silent
     files["train.py"] = files["train.py"].replace(
-        "        if args.seed is not None:\n            set_deterministic(args.seed)",
-        "        set_deterministic(0)")
+        "if args.seed is not None:\n    set_deterministic(args.seed)", "set_deterministic(0)")
     assert found(program(tmp_path / "always", files, select=("LT005",))) == set()
