@@ -233,6 +233,9 @@ def ddp_worker(rank: int, world: int, workdir: str) -> None:
         results["B_micro"] = step_b.micro_batch_size
         results["B_attempts"] = list(inner.attempts)
         torch.save(results, Path(workdir) / f"rank{rank}.pt")
+        # both ranks done before the group goes (gloo's teardown can abort a rank that
+        # destroys its group while the other still talks: std::terminate, exit -6)
+        dist.monitored_barrier(timeout=timedelta(seconds=30))
     finally:
         dist.destroy_process_group()
 
