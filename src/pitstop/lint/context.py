@@ -54,6 +54,11 @@ TEST_CODE_RE = re.compile(r"^\s*(?:async\s+)?def test_\w*\s*\(|^\s*class Test|^\
                           r"run_tests\(", re.MULTILINE)
 
 
+def written_as_tests(text: str) -> bool:
+    """Does ``text`` read as test code (a test function or class, a test framework)?"""
+    return TEST_CODE_RE.search(text) is not None
+
+
 def is_test_path(path: str) -> bool:
     """Test code (`tests/`, `test_*.py`, `*_test.py`, `conftest.py`)."""
     return TEST_PATH_RE.search(path.replace("\\", "/")) is not None
@@ -116,7 +121,7 @@ class ModuleContext:
         self.local_world_size = self.options.local_world_size
         if test is None:
             test = self.key in analysis.tests if analysis.tests is not None else is_test_path(path)
-            test = test and (not text or TEST_CODE_RE.search(text) is not None)
+            test = test and (not text or written_as_tests(text))
         self.is_test = test
         self.describer = Describer(self.index)
         self.devices = DeviceModel(self)

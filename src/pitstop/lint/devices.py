@@ -189,13 +189,8 @@ class DeviceModel:
             return self.gpu_tensor_type(node.body, depth + 1) or \
                 self.gpu_tensor_type(node.orelse, depth + 1)
         if isinstance(node, ast.Name):
-            scope = ctx.scope_of(node)
-            while True:
-                assigns = ctx.index.scoped_assigns.get((scope, node.id))
-                if assigns or scope is None:
-                    break
-                scope = ctx.index.owner.get(scope)
-            return any(self.gpu_tensor_type(a.value, depth + 1) for a in assigns or ()
+            return any(self.gpu_tensor_type(a.value, depth + 1)
+                       for a in ctx.index.visible_assigns(ctx.scope_of(node), node.id)
                        if a.value is not None)
         return False
 

@@ -45,11 +45,11 @@ from pitstop.lint.chunks import CHUNK_BYTES, Chunk
 from pitstop.lint.context import (
     ANY,
     OR,
-    TEST_CODE_RE,
     USE_GPU_ANY,
     USE_TRAIN,
     Analysis,
     ModuleContext,
+    written_as_tests,
 )
 from pitstop.lint.discover import SourceFile, not_a_file
 from pitstop.lint.index import ModuleIndex
@@ -259,7 +259,7 @@ def _lint_bytes(data: bytes, path: str, options: LintOptions,
             path, f"cannot decode as UTF-8 or its declared encoding ({err.__class__.__name__})")])
     try:
         if test:  # named like a test: written as one (test functions, a framework)?
-            test = TEST_CODE_RE.search(text) is not None
+            test = written_as_tests(text)
         return lint_text(text, path, options, extra_ignores, test=test)
     except SyntaxError as err:
         return FileResult(path, diagnostics=[Diagnostic(
@@ -426,7 +426,7 @@ def _items(f: SourceFile, ign: tuple[str, ...], options: LintOptions) -> list[It
         return whole
     pieces = chunks.split(data, CHUNK_BYTES)
     header = chunks.import_header(data)
-    test = f.is_test and TEST_CODE_RE.search(data.decode("utf-8", "replace")) is not None
+    test = f.is_test and written_as_tests(data.decode("utf-8", "replace"))
     return [(path, options, ign, test, p,
              pieces[i + 1].end if i + 1 < len(pieces) else p.end, header)
             for i, p in enumerate(pieces)]

@@ -747,6 +747,23 @@ class ModuleIndex:
                 return fn
         return None
 
+    def visible_assigns(self, scope: FuncDef | None, name: str
+                        ) -> list[ast.Assign | ast.AnnAssign]:
+        """The assignments of ``name`` that ``scope`` sees: its own, else those of the
+        nearest enclosing function (a closure) or of the module."""
+        while True:
+            assigns = self.scoped_assigns.get((scope, name))
+            if assigns or scope is None:
+                return assigns or []
+            scope = self.owner.get(scope)
+
+    def value_above(self, scope: FuncDef | None, name: str, line: int) -> ast.expr | None:
+        """The value of the last assignment of ``name`` in ``scope`` above ``line``
+        (`conv = nn.Conv2d(...)` ... `Sequential(conv, bn)`)."""
+        before = [a for a in self.scoped_assigns.get((scope, name), ())
+                  if a.lineno < line and a.value is not None]
+        return max(before, key=lambda a: a.lineno).value if before else None
+
     def method(self, cls: ast.ClassDef, name: str) -> FuncDef | None:
         for fn in self.functions.get(name, ()):
             if self.class_of.get(fn) is cls:

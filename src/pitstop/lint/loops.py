@@ -198,12 +198,7 @@ class LoopModel:
         """A rollout loop of RL training: it steps the environment (`envs.step(action)`)
         once per iteration, and what it does with tensors there happens every env step,
         as per-batch work does in supervised training."""
-        for node in iter_shallow(loop.body, into_loops=False):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr == "step" \
-                    and ENV_RE.search(last_name(node.func.value) or ""):
-                return True
-        return False
+        return any(is_env_step(node) for node in iter_shallow(loop.body, into_loops=False))
 
     def runs_model_eval(self, body: list[ast.stmt], st: State) -> bool:
         ctx = self.ctx
@@ -397,16 +392,17 @@ class LoopModel:
             if st.func is not None and param_default(st.func, test.id) is False:
                 return True
             # `wass_metric = args.wass_flag` ... `if wass_metric:` (assigned once)
-            scope = st.func
-            while True:
-                assigns = ctx.index.scoped_assigns.get((scope, test.id))
-                if assigns or scope is None:
-                    break
-                scope = ctx.index.owner.get(scope)
-            if assigns and len(assigns) == 1 and isinstance(assigns[0].value, ast.Attribute) \
+            assigns = ctx.index.visible_assigns(st.func, test.id)
+            if len(assigns) == 1 and isinstance(assigns[0].value, ast.Attribute) \
                     and options_owner(assigns[0].value.value):
                 return self._opt_in(assigns[0].value, st)
         return False
+
+
+def is_env_step(node: ast.AST) -> bool:
+    """`envs.step(action)`: an RL environment stepped."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and node.func.attr == "step" and ENV_RE.search(last_name(node.func.value) or "") is not None
 
 
 def _accumulation(mod: ast.BinOp) -> bool:

@@ -28,10 +28,9 @@ class _Unknown:
 
 UNKNOWN = _Unknown()
 # Names of objects that hold parsed options or a config (`args.device`, `self.cfg.workers`).
-CONFIG_CLASS_RE = re.compile(r"(Config|Args|Arguments|Options|Settings|H[Pp]arams|HyperParams|"
-                             r"Namespace)$")
-CONFIG_CALL_RE = re.compile(r"(Config|Args|Arguments|Options|Settings|H[Pp]arams|HyperParams|"
-                            r"Namespace)\(")
+_CONFIG_NAMES = r"(Config|Args|Arguments|Options|Settings|H[Pp]arams|HyperParams|Namespace)"
+CONFIG_CLASS_RE = re.compile(_CONFIG_NAMES + "$")
+CONFIG_CALL_RE = re.compile(_CONFIG_NAMES + r"\(")  # a config object built, in a module's text
 OPTIONS_OWNER_RE = re.compile(
     r"^(args?|opts?|options|cfg|conf|config|hparams|hps?|params|flags|FLAGS|settings|a|"
     r"hyp|hyperparams?|parsed|cli)$|args$|_args$|config$|_cfg$|cfg$|opt$",

@@ -259,9 +259,7 @@ class ValueModel:
         """The value stored under a literal key of a dict display assigned just above."""
         if not (isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Constant)):
             return None
-        before = [a for a in self.ctx.index.scoped_assigns.get((st.func, node.value.id), ())
-                  if a.lineno < node.lineno]
-        last = max(before, key=lambda a: a.lineno).value if before else None
+        last = self.ctx.index.value_above(st.func, node.value.id, node.lineno)
         if not isinstance(last, ast.Dict):
             return None
         for k, v in zip(last.keys, last.values, strict=True):

@@ -129,11 +129,10 @@ def _pair(ctx: ModuleContext, a: ast.AST, b: ast.AST, *, fixable: bool = True) -
     if not _is_bn(b):
         return
     if isinstance(a, ast.Name):  # `conv_mod = nn.Conv2d(...)` ... `Sequential(conv_mod, bn)`
-        before = [x for x in ctx.index.scoped_assigns.get((ctx.scope_of(a), a.id), ())
-                  if x.lineno < a.lineno and x.value is not None]
-        if not before:
+        value = ctx.index.value_above(ctx.scope_of(a), a.id, a.lineno)
+        if value is None:
             return
-        a = max(before, key=lambda x: x.lineno).value  # type: ignore[assignment]
+        a = value
         fixable = False  # (the named conv may be used without the BatchNorm elsewhere)
     if _is_conv(a):
         _report(ctx, a, b, fixable=fixable)

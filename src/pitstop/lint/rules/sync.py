@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import callee_tail, dotted, kwarg, last_name, qualname
+from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname
 from pitstop.lint.context import GPU, MASK, ModuleContext, State
-from pitstop.lint.loops import ENV_RE
+from pitstop.lint.loops import is_env_step
 from pitstop.lint.values import CREATORS, DERIVED, stringish
 
 CODE = "LT001"
@@ -52,11 +52,9 @@ def _read_for_the_host(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
     for _ in range(8):
         if parent is None:
             return False
-        if isinstance(parent, ast.Call) and child is not parent.func:
-            tail = callee_tail(parent)
-            if tail in SINKS or (tail == "step" and isinstance(parent.func, ast.Attribute)
-                                 and ENV_RE.search(last_name(parent.func.value) or "")):
-                return True
+        if isinstance(parent, ast.Call) and child is not parent.func and (
+                callee_tail(parent) in SINKS or is_env_step(parent)):
+            return True
         if isinstance(parent, ast.Assign):
             names = {n.id for t in parent.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
             return bool(names) and _stepped_with(ctx, st, names)
@@ -71,12 +69,9 @@ def _stepped_with(ctx: ModuleContext, st: State, names: set[str]) -> bool:
     loop = st.hot.node if st.hot is not None else None
     if not isinstance(loop, (ast.For, ast.While, ast.AsyncFor)):
         return False
-    for node in ast.walk(loop):
-        if isinstance(node, ast.Call) and callee_tail(node) == "step" and isinstance(
-                node.func, ast.Attribute) and ENV_RE.search(last_name(node.func.value) or "") \
-                and any(isinstance(a, ast.Name) and a.id in names for a in node.args):
-            return True
-    return False
+    return any(isinstance(node, ast.Call) and is_env_step(node)
+               and any(isinstance(a, ast.Name) and a.id in names for a in node.args)
+               for node in ast.walk(loop))
 
 
 def _report(ctx: ModuleContext, node: ast.AST, st: State, what: str, sync: str) -> None:

@@ -35,13 +35,10 @@ def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
     inside `(torch.ones(k) * i)` or `torch.LongTensor(r).unsqueeze(0).expand_as(x)`."""
     for _ in range(12):
         if isinstance(node, ast.Name):  # `idx = torch.empty(n, dtype=long)` ... `idx.cuda()`
-            # (the name's last assignment above this line)
-            line = node.lineno
-            before = [a for a in ctx.index.scoped_assigns.get((ctx.scope_of(node), node.id), ())
-                      if a.lineno < line and a.value is not None]
-            if not before:
+            value = ctx.index.value_above(ctx.scope_of(node), node.id, node.lineno)
+            if value is None:
                 return None
-            node = max(before, key=lambda a: a.lineno).value  # type: ignore[assignment]
+            node = value
             continue
         if isinstance(node, ast.BinOp):
             left = _creator(ctx, node.left)
