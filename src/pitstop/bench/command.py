@@ -15,6 +15,7 @@ import click
 
 from pitstop.errors import EXIT_INTERRUPTED, EXIT_OK, UsageError
 from pitstop.options import FiniteFloatRange
+from pitstop.progress_bar import open_bar
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -40,23 +41,12 @@ class ConsoleReporter:
 
     def __enter__(self) -> ConsoleReporter:
         if self.live:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                     MofNCompleteColumn(), TextColumn("steps"),
-                                     TimeElapsedColumn(), console=self.console, transient=True)
-            self.progress.__enter__()
+            self.progress = open_bar(self.console, counted="steps")
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
-            self.progress.__exit__(None, None, None)
+            self.progress.stop()
             self.progress = None
 
     def rung_started(self, label: str, total_steps: int) -> None:

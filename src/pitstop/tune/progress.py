@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Protocol
 
+from pitstop.progress_bar import open_bar
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
@@ -58,16 +60,12 @@ class ConsoleReporter:
 
     def __enter__(self) -> ConsoleReporter:
         if self.live:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
-                                     TimeElapsedColumn(), console=self.console, transient=True)
-            self.progress.__enter__()
+            self.progress = open_bar(self.console)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
-            self.progress.__exit__(None, None, None)
+            self.progress.stop()
             self.progress = None
 
     def trial_started(self, label: str, planned_seconds: float) -> None:
