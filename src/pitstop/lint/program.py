@@ -60,6 +60,7 @@ class Program(ProgramModules, ProgramReach):
         self._callsites: dict[tuple[str, str], list[tuple[str, str, Any]]] | None = None
         self._settings: dict[str, Setting] | None = None
         self._folders: dict[str, list[str]] | None = None
+        self._children: dict[str, list[str]] | None = None
         self._tops: dict[str, str] = {}
         self._candidates: dict[tuple[str, str, int], list[str]] = {}
         self._resolved: dict[tuple[str, str, int], str | None] = {}

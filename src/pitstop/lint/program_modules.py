@@ -18,6 +18,7 @@ class ProgramModules:
     modules: dict[str, ModuleSummary]
     roots: list[str]
     _folders: dict[str, list[str]] | None
+    _children: dict[str, list[str]] | None
     _tops: dict[str, str]
     _candidates: dict[tuple[str, str, int], list[str]]
     _resolved: dict[tuple[str, str, int], str | None]
@@ -96,8 +97,59 @@ class ProgramModules:
             if cand in self.modules:
                 found = cand
                 break
+        if found is None and not level and module and not self._on_disk(key, module):
+            found = self._on_added_path(os.path.dirname(key), module)
         self._resolved[memo_key] = found
         return found
+
+    def _on_added_path(self, here: str, module: str) -> str | None:
+        """``core.function`` found as ``../lib/core/function.py``: scripts that put a
+        sibling folder on ``sys.path`` (``_init_paths.py``, ``sys.path.insert(0, "../lib")``)
+        import its modules by their bare names. One match in a folder beside the script
+        or one of its parents (up to four up) that is not a package itself (a package is
+        imported by its own name); none when several folders could mean it."""
+        rel = module.replace(".", os.sep)
+        up = here
+        for _ in range(5):
+            hits = []
+            for folder in self._child_folders().get(up, ()):
+                if _has_init(folder):
+                    continue
+                for cand in (os.path.join(folder, rel + ".py"),
+                             os.path.join(folder, rel, "__init__.py")):
+                    if cand in self.modules:
+                        hits.append(cand)
+            if len(hits) == 1:
+                return hits[0]
+            if hits:
+                return None
+            parent = os.path.dirname(up)
+            if parent == up:
+                break
+            up = parent
+        return None
+
+    def _on_disk(self, key: str, module: str) -> bool:
+        """Does the top name of ``module`` exist beside ``key`` (a module, or a package
+        folder whose ``__init__.py`` is not linted)? Then Python imports that one."""
+        head = module.split(".", 1)[0]
+        base = os.path.join(os.path.dirname(key), head)
+        return os.path.isdir(base) or os.path.isfile(base + ".py")
+
+    def _child_folders(self) -> dict[str, list[str]]:
+        """Each folder above a linted module -> its sub-folders that hold linted code."""
+        if self._children is None:
+            children: dict[str, set[str]] = {}
+            for folder in self._by_folder():
+                cur = folder
+                while True:
+                    parent = os.path.dirname(cur)
+                    if parent == cur:
+                        break
+                    children.setdefault(parent, set()).add(cur)
+                    cur = parent
+            self._children = {k: sorted(v) for k, v in children.items()}
+        return self._children
 
     def defined_in_package(self, key: str, module: str, level: int, name: str) -> str | None:
         """The module of the folder ``module`` that defines ``name`` at its top level,

@@ -390,9 +390,7 @@ class ValueModel:
         if sym is not None and sym.kind == "func":
             # a function of the program: what it returns, not what its name suggests
             found = self.return_kind_of_call(node, st)
-            if found is None and tail not in NOT_DERIVED and any(
-                    self.kind(a, st) in (GPU, MASK, DERIVED) for a in node.args
-                    if not isinstance(a, ast.Starred)):
+            if found is None and self._from_gpu_args(node, st):
                 return DERIVED  # `reduce_loss_dict(losses)`: computed from GPU values
             return found
         if tail[:1].isupper() and not tail.isupper() and tail not in {"Tensor", "DataLoader"} \
@@ -694,8 +692,18 @@ class ValueModel:
             if target is not None:
                 tctx, fn = target
                 env = self.bind_params(fn, call, st, tctx)
-                return tctx.values.return_items(fn, env, st.depth + 1, n)
+                items = tctx.values.return_items(fn, env, st.depth + 1, n)
+                if items is not None and None in items and self._from_gpu_args(call, st):
+                    # what the body does is beyond the simulation (a list filled in a loop
+                    # by sub-modules): as for a function not seen, computed from GPU values
+                    items = [DERIVED if k is None else k for k in items]
+                return items
         return out if any(out) else None
+
+    def _from_gpu_args(self, call: ast.Call, st: State) -> bool:
+        return callee_tail(call) not in NOT_DERIVED and any(
+            self.kind(a, st) in (GPU, MASK, DERIVED) for a in call.args
+            if not isinstance(a, ast.Starred))
 
     def _from_batch(self, value: ast.expr, st: State) -> bool:
         """Is ``value`` (still host) batch data: a name holding a batch, an item of one,

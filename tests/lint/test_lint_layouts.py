@@ -1,0 +1,156 @@
+"""Programs laid out the way research repositories are: entry scripts in ``tools/`` that
+put a sibling ``lib/`` folder on ``sys.path`` and import its modules by bare names, and
+loss modules that fill Python lists in a loop and return them."""
+
+from __future__ import annotations
+
+from lint_helpers import found, program
+
+ENTRY = """
+import _paths
+import torch
+from torch.utils.data import DataLoader
+from engine.loop import fit
+from data.sets import Frames
+
+model = torch.nn.Conv2d(3, 8, 3).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+frames = DataLoader(Frames(), batch_size=8, num_workers=4, pin_memory=True,
+                    persistent_workers=True)
+for epoch in range(10):
+    fit(model, frames, opt)
+"""
+
+PATHS = """
+import os.path as osp
+import sys
+sys.path.insert(0, osp.join(osp.dirname(__file__), "..", "src"))
+"""
+
+LOOP = """
+def fit(model, frames, opt):
+    for step, (clip, mask) in enumerate(frames):
+        clip = clip.cuda()
+        mask = mask.cuda()
+        loss = model(clip).mul(mask).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_bare_imports_of_a_sibling_folder_put_on_the_path(tmp_path):
+    """`from engine.loop import fit` in tools/run.py means src/engine/loop.py: the loop
+    there copies batches of the pinned loader built in the script."""
+    files = {"tools/run.py": ENTRY, "tools/_paths.py": PATHS, "src/engine/loop.py": LOOP,
+             "src/data/sets.py": "class Frames:\n    pass\n"}
+    got = found(program(tmp_path, files, select=("LT008",)))
+    assert got == {("loop.py", 3, "LT008"), ("loop.py", 4, "LT008")}
+
+
+def test_a_package_beside_the_script_wins_over_a_folder_on_the_path(tmp_path):
+    """`from engine.loop import fit` with an `engine/` package beside the script: Python
+    imports that one, not src/engine/loop.py (whose loop then is not this program's)."""
+    files = {"tools/run.py": ENTRY, "tools/_paths.py": PATHS, "src/engine/loop.py": LOOP,
+             "tools/engine/__init__.py": "", "tools/engine/loop.py": "def fit(*a):\n    pass\n",
+             "src/data/sets.py": "class Frames:\n    pass\n"}
+    run = program(tmp_path, files, select=("LT008",),
+                  only=["tools/run.py", "src/engine/loop.py", "tools/engine/loop.py"])
+    assert found(run) == set()
+
+
+def test_a_name_found_in_two_folders_on_the_path_is_not_guessed(tmp_path):
+    files = {"tools/run.py": ENTRY, "tools/_paths.py": PATHS, "src/engine/loop.py": LOOP,
+             "lib/engine/loop.py": LOOP.replace("clip.cuda()", "clip.cuda(non_blocking=True)"),
+             "src/data/sets.py": "class Frames:\n    pass\n"}
+    assert found(program(tmp_path, files, select=("LT008",))) == set()
+
+
+def test_a_package_is_not_a_folder_on_the_path(tmp_path):
+    """`from model import Loss` where only `utils/model.py` exists (utils is a package):
+    not that module."""
+    files = {"train.py": """
+        import torch
+        from model import Loss
+        net = torch.nn.Linear(4, 4).cuda()
+        crit = Loss()
+        for x in range(10):
+            loss = crit(net(torch.randn(2, 4, device="cuda")))
+            loss.backward()
+        """,
+             "utils/__init__.py": "",
+             "utils/model.py": """
+        import torch
+        class Loss(torch.nn.Module):
+            def forward(self, y):
+                return y[y > 0].sum()
+        """}
+    run = program(tmp_path, files, select=("LT001",), only=["train.py", "utils/model.py"])
+    assert ("model.py", 4, "LT001") not in found(run)
+
+
+LOSSES = """
+import torch
+import torch.nn as nn
+
+
+class Heat(nn.Module):
+    def forward(self, pred, gt):
+        return ((pred - gt) ** 2).mean(dim=(1, 2, 3))
+
+
+class StagedLoss(nn.Module):
+    def __init__(self, stages):
+        super().__init__()
+        self.terms = nn.ModuleList([Heat() for _ in range(stages)])
+
+    def forward(self, outputs, targets):
+        per_stage, extra = [], []
+        for i, out in enumerate(outputs):
+            per_stage.append(self.terms[i](out, targets[i]))
+            extra.append(None)
+        return per_stage, extra
+"""
+
+TRAINER = """
+import torch
+
+
+def train_epoch(model, loader, crit, opt, meter):
+    for images, targets in loader:
+        outputs = model(images)
+        targets = list(map(lambda t: t.cuda(non_blocking=True), targets))
+        per_stage, extra = crit(outputs, targets)
+        loss = 0
+        for k in range(2):
+            term = per_stage[k].mean()
+            meter.update(term.item())
+            loss = loss + term
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+MAIN = """
+import torch
+from torch.utils.data import DataLoader
+from losses import StagedLoss
+from trainer import train_epoch
+
+model = torch.nn.DataParallel(torch.nn.Conv2d(3, 3, 1)).cuda()
+crit = StagedLoss(2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(Poses(), batch_size=4, num_workers=2, persistent_workers=True)
+for epoch in range(3):
+    train_epoch(model, loader, crit, opt, Meter())
+"""
+
+
+def test_items_of_a_list_a_loss_fills_in_a_loop_are_gpu_values(tmp_path):
+    """The loss's forward appends what its sub-modules return (beyond what the analysis
+    follows): its results are computed from GPU targets, so reading one per step syncs,
+    as it would for a loss the analysis cannot see at all."""
+    run = program(tmp_path, {"losses.py": LOSSES, "trainer.py": TRAINER,
+                             "main.py": MAIN})
+    assert found(run, "LT001") == {("trainer.py", 12, "LT001")}
