@@ -109,9 +109,19 @@ def mirror_dir(root: Path, repo: str) -> Path:
     return repo / ".git" if (repo / ".git").is_dir() else repo
 
 
-def materialize(prog: Program, mirror_root: Path, dest: Path) -> list[Path]:
-    """Copy the program's files at the pinned commit into ``dest`` (paths kept)."""
+def materialize(prog: Program, mirror_root: Path, dest: Path, *, tree: bool = False) -> list[Path]:
+    """Copy the program's files at the pinned commit into ``dest`` (paths kept); with
+    ``tree``, every other ``.py`` file of the commit too, as they lie around the program in
+    the user's checkout (packages' ``__init__`` files the labels leave out, modules found
+    beside the script). Only the program's files are named to ``pitstop lint``."""
     git_dir = mirror_dir(mirror_root, prog.repo)
+    if tree:
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", prog.commit,
+                                  "--", "*.py"], capture_output=True)
+        if archive.returncode == 0:
+            subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout,
+                           capture_output=True)
     out = []
     for rel in prog.files:
         data = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{prog.commit}:{rel}"],
@@ -264,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lint-arg", action="append", default=[],
                     help="extra argument for pitstop lint (repeatable)")
     ap.add_argument("--quiet", action="store_true", help="no miss / false-alarm lists")
+    ap.add_argument("--tree", action="store_true",
+                    help="lay every other .py file of the commit around the program's "
+                    "files, as in the user's checkout (only the program's files are linted)")
     ap.add_argument("--findings", type=Path,
                     help="write every finding here (one JSON line each, paths relative to "
                     "the program): to check that a change leaves every result the same")
@@ -291,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, prog in enumerate(programs):
             dest = tmp / f"p{i:03d}"
             try:
-                files = materialize(prog, args.mirror_root, dest)
+                files = materialize(prog, args.mirror_root, dest, tree=args.tree)
             except subprocess.CalledProcessError as err:
                 print(f"SKIP {prog.key}: cannot read from the mirror "
                       f"({err.stderr.decode(errors='replace').strip()[:200]})")

@@ -154,3 +154,47 @@ def test_items_of_a_list_a_loss_fills_in_a_loop_are_gpu_values(tmp_path):
     run = program(tmp_path, {"losses.py": LOSSES, "trainer.py": TRAINER,
                              "main.py": MAIN})
     assert found(run, "LT001") == {("trainer.py", 12, "LT001")}
+
+
+SEQ_MODEL = """
+import torch
+import torch.nn as nn
+from torch.nn.utils.rnn import pad_sequence
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.chars = nn.Conv1d(32, 64, 3, padding=1)
+        self.rnn = nn.LSTM(64, 128, batch_first=True)
+        self.out = nn.Linear(128, 9)
+
+    def forward(self, x):
+        h = self.chars(x.transpose(1, 2)).transpose(1, 2)
+        return self.out(self.rnn(h)[0])
+
+
+model = Tagger().cuda()
+opt = torch.optim.Adam(model.parameters())
+for epoch in range(5):
+    for words, tags in batches():
+        x = pad_sequence(words, batch_first=True).cuda()
+        loss = nn.functional.cross_entropy(model(x).flatten(0, 1), tags.cuda().flatten())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_no_autotuner_advice_for_1d_convolutions_of_a_recurrent_sequence_model(tmp_path):
+    """A char CNN in front of an LSTM runs over padded sentences whose length changes
+    every batch: the autotuner would time its algorithms again for each new length."""
+    assert found(program(tmp_path, {"tagger.py": SEQ_MODEL}, select=("LT005",))) == set()
+
+
+def test_autotuner_advice_stays_for_image_convolutions_before_a_recurrent_decoder(tmp_path):
+    """A ResNet-style encoder on fixed crops feeding an LSTM captioner: the convolutions
+    see one input size, the advice holds."""
+    src = SEQ_MODEL.replace("nn.Conv1d(32, 64, 3, padding=1)", "nn.Conv2d(3, 64, 3, padding=1)")
+    assert found(program(tmp_path, {"tagger.py": src}, select=("LT005",))) == {
+        ("tagger.py", 21, "LT005")}

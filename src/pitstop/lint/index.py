@@ -131,13 +131,17 @@ TEXT_FACTS: dict[str, tuple[str, ...]] = {
     "has_conv": ("Conv1d(", "Conv2d(", "Conv3d(", "ConvTranspose1d(", "ConvTranspose2d(",
                  "ConvTranspose3d(", "resnet", "vgg1", "efficientnet", "mobilenet", "densenet",
                  "convnext", "regnet", "models.__dict__["),
+    # image convolutions (fixed-size crops, as a rule), not 1-d ones over sequences
+    "image_conv": ("Conv2d(", "Conv3d(", "ConvTranspose2d(", "ConvTranspose3d(", "resnet",
+                   "vgg1", "efficientnet", "mobilenet", "densenet", "convnext", "regnet",
+                   "models.__dict__["),
     "has_linear": ("Linear(",),
     "matmul_heavy": ("MultiheadAttention", "scaled_dot_product_attention", "torch.matmul",
                      "torch.bmm", "einsum(", "Attention(nn.Module", "Attention(Module",
                      "Transformer(nn.Module", "LSTMCell(", "GRUCell(", " @ ", "GPT(",
                      "ForCausalLM("),
     "has_embedding": ("Embedding(",),
-    "has_rnn": ("LSTM(", "GRU(", "RNN("),
+    "has_rnn": ("nn.LSTM(", "nn.GRU(", "nn.RNN(", " LSTM(", " GRU(", " RNN("),
     "uses_ddp": ("DistributedDataParallel", "FullyShardedDataParallel", "DDP("),
     "ddp_sync_control": ("no_sync", "require_backward_grad_sync"),
 }
@@ -526,13 +530,18 @@ class ModuleIndex:
             facts.setdefault("uses_ddp", node.lineno)
         elif attr == "__dict__" and self._torchvision_models(node.value):
             # `models.__dict__[args.arch]`: a model of torchvision's zoo by name, a conv net
-            facts.setdefault("has_conv", node.lineno)
+            self._conv(node.lineno)
         elif attr == "accelerator" and isinstance(node.value, ast.Name) \
                 and self.aliases.get(node.value.id) == "torch":
             self.gpu_origins.append((node.lineno, "torch.accelerator"))
         elif attr == "cuda" and isinstance(node.value, ast.Name) \
                 and self.aliases.get(node.value.id) == "torch":
             self.gpu_origins.append((node.lineno, "torch.cuda"))
+
+    def _conv(self, line: int, *, one_d: bool = False) -> None:
+        self.facts.setdefault("has_conv", line)
+        if not one_d:
+            self.facts.setdefault("image_conv", line)
 
     def _call(self, node: ast.Call) -> None:
         func = node.func
@@ -553,14 +562,14 @@ class ModuleIndex:
                                                      and kw.value.value is False):
                 facts.setdefault("reduced_precision", node.lineno)
         if (tail in CONV_CLASSES or CONV_TAIL_RE.fullmatch(tail)) and tail not in _CONV_GCN:
-            facts.setdefault("has_conv", node.lineno)
+            self._conv(node.lineno, one_d=tail.endswith("1d"))
         elif tail in {"from_pretrained", "from_config"} and ft is ast.Attribute and \
                 CONV_TAIL_RE.fullmatch(last_name(func.value) or ""):  # type: ignore[attr-defined]
-            facts.setdefault("has_conv", node.lineno)  # UNet2DConditionModel.from_pretrained
+            self._conv(node.lineno)  # UNet2DConditionModel.from_pretrained
         if (tail == "getattr" and node.args and self._torchvision_models(node.args[0])) or (
                 tail == "get_model" and (qualname(func, self.aliases) or "").startswith(
                     "torchvision.models")):
-            facts.setdefault("has_conv", node.lineno)  # the zoo by name: a conv net
+            self._conv(node.lineno)  # the zoo by name: a conv net
         if tail in MATMUL_HEAVY_TAILS:
             facts.setdefault("matmul_heavy", node.lineno)
         elif tail[:1].isupper() and HEAVY_MODEL_RE.search(tail):

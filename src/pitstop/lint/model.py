@@ -164,6 +164,8 @@ FACT_NAMES = (
     "cudnn_benchmark_true",
     "deterministic",  # cudnn.deterministic = True / use_deterministic_algorithms(True)
     "has_conv",  # builds a convolutional layer or a torchvision conv net
+    "image_conv",  # ... one that is not 1-d (Conv2d/3d, the torchvision zoo)
+    "has_rnn",  # builds an LSTM / GRU / RNN layer
     "uses_ddp",
     "ddp_sync_control",  # no_sync() / require_backward_grad_sync
 )

@@ -1,10 +1,14 @@
-"""LT005 cudnn-benchmark: a convolutional GPU training program without the cuDNN autotuner."""
+"""LT005 cudnn-benchmark: a convolutional GPU training program without the cuDNN autotuner.
+
+Image convolutions run on fixed-size crops as a rule; 1-d convolutions in a program with
+recurrent layers run over sequences of varying length, where the autotuner would time its
+algorithms again for every new length (left out)."""
 
 from __future__ import annotations
 
 import ast
 
-from pitstop.lint.context import ModuleContext
+from pitstop.lint.context import ANY, ModuleContext
 from pitstop.lint.model import UNSAFE, Edit, Fix
 from pitstop.lint.rules._program import first_gpu_train_loop, insert_after_imports
 from pitstop.lint.settings import options_owner
@@ -46,7 +50,8 @@ def check(ctx: ModuleContext) -> None:
                     fix=Fix(UNSAFE, "set it to True",
                             (Edit("replace_literal", line, ctx.char_column(line, value.col_offset),
                                   "False", value="True"),)),
-                    condition="+has_conv -deterministic",
+                    condition=ANY.join(("+image_conv -deterministic",
+                                        "+has_conv -has_rnn -deterministic")),
                 )
     loop = first_gpu_train_loop(ctx)
     if loop is None or explicit_false or "cudnn_benchmark_true" in ctx.facts:
@@ -58,5 +63,6 @@ def check(ctx: ModuleContext) -> None:
         "fastest, often 10-30% faster convolutions.",
         fix=insert_after_imports(ctx, "torch.backends.cudnn.benchmark = True",
                     "turn the cuDNN autotuner on after the imports"),
-        condition="+has_conv -cudnn_benchmark_true -deterministic",
+        condition=ANY.join(("+image_conv -cudnn_benchmark_true -deterministic",
+                            "+has_conv -has_rnn -cudnn_benchmark_true -deterministic")),
     )
