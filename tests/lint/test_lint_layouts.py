@@ -198,3 +198,41 @@ def test_autotuner_advice_stays_for_image_convolutions_before_a_recurrent_decode
     src = SEQ_MODEL.replace("nn.Conv1d(32, 64, 3, padding=1)", "nn.Conv2d(3, 64, 3, padding=1)")
     assert found(program(tmp_path, {"tagger.py": src}, select=("LT005",))) == {
         ("tagger.py", 21, "LT005")}
+
+
+VIT = """
+import torch
+import timm.models.vision_transformer as vit
+
+
+class TokenViT(vit.VisionTransformer):
+    def forward_features(self, x):
+        tokens = self.patch_embed(x)
+        cls = torch.zeros(tokens.size(0), 1, tokens.size(2)).cuda()
+        return self.blocks(torch.cat([cls, tokens], dim=1))
+
+
+model = TokenViT().cuda()
+opt = torch.optim.AdamW(model.parameters())
+for epoch in range(3):
+    for images, labels in loader:
+        loss = torch.nn.functional.cross_entropy(model(images.cuda()), labels.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_forward_features_of_a_library_model_subclass_runs_per_batch(tmp_path):
+    """timm's VisionTransformer.forward() calls forward_features(): a subclass that
+    overrides only forward_features builds its class token on the CPU once per batch."""
+    assert found(program(tmp_path, {"vit_train.py": VIT}, select=("LT012",))) == {
+        ("vit_train.py", 8, "LT012")}
+
+
+def test_forward_features_next_to_an_own_forward_is_not_assumed_hot(tmp_path):
+    """With a forward() of its own, forward_features runs only where forward calls it."""
+    src = VIT.replace("    def forward_features(self, x):",
+                      "    def forward(self, x):\n        return self.head(x)\n\n"
+                      "    def forward_features(self, x):")
+    assert found(program(tmp_path, {"vit_train.py": src}, select=("LT012",))) == set()

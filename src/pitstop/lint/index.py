@@ -53,6 +53,9 @@ LINEAR_TAILS = frozenset({"Linear", "LazyLinear", "Bilinear", "linear", "GCNConv
                           "GATConv", "GATv2Conv", "GINConv", "PNAConv", "TransformerConv", "MLP"})
 EMBEDDING_TAILS = frozenset({"Embedding", "EmbeddingBag"})
 RNN_TAILS = frozenset({"LSTM", "GRU", "RNN"})
+# packages whose classes are nn.Modules (a subclass of one is a model)
+MODEL_LIBRARIES = ("timm.models.", "torchvision.models.", "transformers.models.",
+                   "transformers.modeling_utils.", "diffusers.models.")
 _CONV_GCN = frozenset({"GCNConv", "SAGEConv", "GATConv"})  # graph "convolutions" are matmuls
 _HEAVY_CLASS_WORDS = ("Attention", "Transformer", "Attn")
 # models built by name from a library the program does not show: transformer families
@@ -410,13 +413,19 @@ class ModuleIndex:
                 self.classes.setdefault(cls.name, cls)
                 if any(w in cls.name for w in _HEAVY_CLASS_WORDS) and _does_matmuls(cls):
                     self.facts.setdefault("matmul_heavy", cls.lineno)
-                for b in cls.bases:
-                    btail = last_name(b) or ""
-                    if btail.endswith("Module") or btail in {"LightningModule", "ModelMixin",
-                                                           "PreTrainedModel"}:
-                        self.module_classes.add(cls.name)
+                if any(self._module_base(b) for b in cls.bases):
+                    self.module_classes.add(cls.name)
             elif kind in ("import", "importfrom") and id(node) not in seen_imports:
                 self._import(node)  # type: ignore[arg-type]
+
+    def _module_base(self, base: ast.expr) -> bool:
+        """A base class that makes a class an ``nn.Module``: ``nn.Module`` and its kin, or a
+        model class of a model library (timm's VisionTransformer, a torchvision ResNet)."""
+        btail = last_name(base) or ""
+        if btail.endswith("Module") or btail in {"LightningModule", "ModelMixin",
+                                                 "PreTrainedModel"}:
+            return True
+        return (qualname(base, self.aliases) or "").startswith(MODEL_LIBRARIES)
 
     # ------------------------------------------------------------------ the light pass
     def _walk_statements(self, stmts: list[ast.stmt], owner: FuncDef | None,
@@ -436,11 +445,8 @@ class ModuleIndex:
             elif t is ast.ClassDef:
                 cls: ast.ClassDef = stmt  # type: ignore[assignment]
                 self.classes.setdefault(cls.name, cls)
-                for b in cls.bases:
-                    btail = last_name(b) or ""
-                    if btail.endswith("Module") or btail in {"LightningModule", "ModelMixin",
-                                                             "PreTrainedModel"}:
-                        self.module_classes.add(cls.name)
+                if any(self._module_base(b) for b in cls.bases):
+                    self.module_classes.add(cls.name)
                 self._walk_statements(cls.body, None, cls, None)
             elif t is ast.Assign:
                 a: ast.Assign = stmt  # type: ignore[assignment]

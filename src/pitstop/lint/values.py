@@ -352,6 +352,9 @@ class ValueModel:
 
             if is_dataloader(ctx.index, node):
                 return f"{LOADER}@{ctx.key}|{loader_id(node)}"
+        if tail == "sum" and isinstance(func, ast.Name) and node.args \
+                and self._sums_gpu_items(node.args[0], st):
+            return GPU  # `loss = sum(losses)`: the builtin adds the GPU tensors up
         if tail in {"tuple", "list"} and isinstance(func, ast.Name) and len(node.args) == 1:
             inner = self.kind(node.args[0], st)
             return GPU if inner == GPU else None
@@ -699,6 +702,17 @@ class ValueModel:
                     items = [DERIVED if k is None else k for k in items]
                 return items
         return out if any(out) else None
+
+    def _sums_gpu_items(self, items: ast.expr, st: State) -> bool:
+        """Are these GPU tensors to add up: a list GPU tensors were appended to, the values
+        of a dict of GPU losses, a comprehension over GPU values?"""
+        if isinstance(items, (ast.GeneratorExp, ast.ListComp)):
+            return self.kind(items.elt, st) == GPU or any(
+                self.kind(g.iter, st) in (GPU, GPU_LIST) for g in items.generators)
+        if isinstance(items, ast.Call) and callee_tail(items) == "values" \
+                and isinstance(items.func, ast.Attribute):
+            return self.kind(items.func.value, st) == GPU
+        return self.kind(items, st) in (GPU, GPU_LIST) or self.tuple_has_gpu(items, st)
 
     def _from_gpu_args(self, call: ast.Call, st: State) -> bool:
         return callee_tail(call) not in NOT_DERIVED and any(

@@ -129,7 +129,10 @@ class Walker:
                 cls = index.class_of.get(fn)
                 is_module = cls is not None and (cls.name in index.module_classes or
                                                  ctx.program.class_is(ctx.key, cls.name, "module"))
-                if fn.name == "forward" and is_module:
+                if is_module and (fn.name == "forward" or (
+                        fn.name.startswith("forward_") and self._forward_inherited(cls))):
+                    # (`forward_features` of a subclass of a library model whose forward()
+                    # calls it: once per batch as well)
                     # forward() runs once per batch. Its arguments' devices are unknown, so
                     # only rules that do not depend on them look at it (tensor-on-device).
                     env = {**global_env, **self.class_env(cls)}  # type: ignore[arg-type]
@@ -159,6 +162,14 @@ class Walker:
                     self.walk_body(fn.body, st)
                 else:
                     self.walk_body(fn.body, State(env=env, func=fn))
+
+    def _forward_inherited(self, cls: ast.ClassDef | None) -> bool:
+        """Does this module class take its forward() from a base the program does not
+        show (timm's VisionTransformer, a torchvision model)?"""
+        if cls is None or any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
+                              and b.name == "forward" for b in cls.body):
+            return False
+        return self.ctx.program.lookup(self.ctx.key, f"{cls.name}.forward") is None
 
     def _framework_loops(self) -> set[FuncDef]:
         """Training loops run by a framework: ``create_supervised_trainer(...)`` (a loop
