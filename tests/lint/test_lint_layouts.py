@@ -236,3 +236,62 @@ def test_forward_features_next_to_an_own_forward_is_not_assumed_hot(tmp_path):
                       "    def forward(self, x):\n        return self.head(x)\n\n"
                       "    def forward_features(self, x):")
     assert found(program(tmp_path, {"vit_train.py": src}, select=("LT012",))) == set()
+
+
+AUDIO_DATA = """
+import torch
+from torch.utils import data
+
+
+class ClipLoader(data.DataLoader):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.collate_fn = pad_clips
+
+
+class RepeatingDataLoader(data.DataLoader):
+    def __iter__(self):
+        while True:
+            yield from super().__iter__()
+
+
+if __name__ == "__main__":
+    for clip in ClipLoader(Clips("dev/"), batch_size=2, num_workers=2):
+        print(clip.shape)
+"""
+
+AUDIO_TRAIN = """
+import torch
+from clips import ClipLoader, RepeatingDataLoader, Clips
+
+net = torch.nn.Conv1d(1, 8, 9).cuda()
+opt = torch.optim.Adam(net.parameters())
+train = ClipLoader(Clips("train/"), batch_size=4, num_workers=4)
+extra = RepeatingDataLoader(Clips("extra/"), batch_size=4, num_workers=4)
+for epoch in range(20):
+    for clip in train:
+        loss = net(clip.cuda()).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_dataloader_subclass_of_another_module_is_a_loader(tmp_path):
+    """`ClipLoader(ds, num_workers=4)` hands its arguments to DataLoader: no pinning and
+    no persistent workers, as for DataLoader itself; the subclass with an iteration of
+    its own may keep its workers (no LT004). The defining module's self-test under
+    `if __name__ == "__main__":` is not this program's loader."""
+    run = program(tmp_path, {"clips.py": AUDIO_DATA, "train.py": AUDIO_TRAIN},
+                  select=("LT003", "LT004"))
+    got = found(run)
+    assert ("train.py", 6, "LT003") in got and ("train.py", 6, "LT004") in got
+    assert ("train.py", 7, "LT004") not in got
+    assert not {f for f in got if f[0] == "clips.py"}
+
+
+def test_a_factory_function_named_like_a_loader_is_not_one(tmp_path):
+    files = {"loaders.py": "def CreateDataLoader(opt):\n    return opt.loader\n",
+             "train.py": AUDIO_TRAIN.replace("from clips import ClipLoader, RepeatingDataLoader, Clips",
+                                             "from loaders import CreateDataLoader as ClipLoader")}
+    assert found(program(tmp_path, files, select=("LT002", "LT003", "LT004"))) == set()

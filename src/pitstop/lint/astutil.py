@@ -226,3 +226,11 @@ def param_default(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> obje
         if a.arg == name and isinstance(d, ast.Constant):
             return d.value
     return "?"
+
+
+def is_main_guard(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":`"""
+    t = stmt.test if isinstance(stmt, ast.If) else None
+    return isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) \
+        and t.left.id == "__name__" and len(t.comparators) == 1 \
+        and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__"

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname
+from pitstop.lint.astutil import callee_tail, dotted, kwarg, last_name, qualname
 from pitstop.lint.index import FUNCS, LOOPS, FuncDef, ModuleIndex
 
 ABSENT = "absent"  # the argument is not passed on this path (the DataLoader default)
@@ -47,10 +47,34 @@ def is_dataloader(index: ModuleIndex, call: ast.Call) -> bool:
     tail = callee_tail(call)
     if tail in DROP_INS:
         return tail not in index.classes and tail not in index.functions
+    if tail != "DataLoader" and "Loader" in tail:
+        return loader_subclass(index, call) is not None
     if tail != "DataLoader" or "DataLoader" in index.classes:
         return isinstance(call.func, ast.Name) and loader_alias(index, call) is not None
     qn = qualname(call.func, index.aliases) or ""
     return qn == "DataLoader" or (("torch" in qn or "geometric" in qn) and qn.endswith(".DataLoader"))
+
+
+def loader_subclass(index: ModuleIndex, call: ast.Call) -> str | None:
+    """``AudioDataLoader(ds, batch_size=1, num_workers=4)``: a class of the program named
+    like a loader that subclasses DataLoader and hands it its arguments. "plain" when this
+    module defines it without an iteration of its own; "custom" when it iterates its own
+    way (it may keep its workers); "imported" when another module defines it (the rules
+    ask the program)."""
+    tail = callee_tail(call)
+    if tail == "DataLoader" or "Loader" not in tail or not tail[:1].isupper() \
+            or tail in DROP_INS or not isinstance(call.func, (ast.Name, ast.Attribute)):
+        return None
+    cls = index.classes.get(tail)
+    if cls is not None:
+        if not any((last_name(b) or "").endswith("DataLoader") for b in cls.bases):
+            return None
+        own = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        return "custom" if own & {"__iter__", "__next__"} else "plain"
+    qn = qualname(call.func, index.aliases) or ""
+    if tail in index.functions or qn.startswith(("torch.", "torchdata.")) or qn == tail:
+        return None
+    return "imported"
 
 
 def loader_alias(index: ModuleIndex, call: ast.Call) -> str | None:
@@ -78,7 +102,7 @@ def loader_alias(index: ModuleIndex, call: ast.Call) -> str | None:
 def dataloader_calls(index: ModuleIndex) -> list[ast.Call]:
     cached: list[ast.Call] | None = getattr(index, "_dataloaders", None)
     if cached is None:
-        tails = {"DataLoader", *DROP_INS}
+        tails = {"DataLoader", *DROP_INS, *(t for t in index.calls_by_tail if "Loader" in t)}
         aliases = {n for (_, n), assigns in index.scoped_assigns.items() if "." not in n
                    and any("DataLoader" in ast.unparse(a.value) for a in assigns
                            if isinstance(a.value, (ast.IfExp, ast.Attribute, ast.Name)))}

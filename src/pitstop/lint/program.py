@@ -471,6 +471,18 @@ class Program(ProgramModules, ProgramReach):
         return False
 
     @query
+    def loader_class(self, key: str, dotted: str) -> str | None:
+        """What ``dotted`` names in module ``key``, when it is a DataLoader subclass of the
+        program: "plain", or "custom" when it iterates its own way (``__iter__`` /
+        ``__next__``: it may keep its workers)."""
+        sym = self.lookup(key, dotted)
+        if sym is None or sym.kind != "class" or not self.class_is(sym.module, sym.name, "loader"):
+            return None
+        summary = self.klass(sym.module, sym.name)
+        own = set(summary.methods) if summary is not None else set()
+        return "custom" if own & {"__iter__", "__next__"} else "plain"
+
+    @query
     def class_iterates_batches(self, module: str, cls: str) -> bool:
         """A prefetcher or loader wrapper: iterable, holding a loader."""
         summary = self.klass(module, cls)

@@ -20,6 +20,7 @@ from pitstop.lint.astutil import (
     children,
     data_root,
     dotted,
+    is_main_guard,
     kwarg,
     last_name,
     root_name,
@@ -119,7 +120,7 @@ class Walker:
         if ctx.program.imported(ctx.key):
             # a module that the program imports runs its `if __name__ == "__main__":`
             # block only when started on its own: a self-test, not this program's loop
-            body = [s for s in body if not _main_guard(s)]
+            body = [s for s in body if not is_main_guard(s)]
         self.walk_body(body, top)
         global_env = dict(top.env)
         engine_steps = self._framework_loops()
@@ -708,14 +709,6 @@ def is_loader_value(k: str | None) -> bool:
 
 def _generates(loop: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) and callee_tail(n) == "generate" for n in ast.walk(loop))
-
-
-def _main_guard(stmt: ast.stmt) -> bool:
-    """`if __name__ == "__main__":`"""
-    t = stmt.test if isinstance(stmt, ast.If) else None
-    return isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) \
-        and t.left.id == "__name__" and len(t.comparators) == 1 \
-        and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__"
 
 
 def _host_tensor_name(ctx: ModuleContext, name: str, st: State) -> bool:

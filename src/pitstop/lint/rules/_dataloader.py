@@ -8,7 +8,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from pitstop.lint.astutil import LOADER_WRAPPERS, callee_tail, dotted, iter_shallow, unwrap_iterable
+from pitstop.lint.astutil import (
+    LOADER_WRAPPERS,
+    callee_tail,
+    dotted,
+    is_main_guard,
+    iter_shallow,
+    unwrap_iterable,
+)
 from pitstop.lint.context import USE_EPOCHS, ModuleContext
 from pitstop.lint.index import FuncDef
 from pitstop.lint.loaders import (
@@ -18,7 +25,9 @@ from pitstop.lint.loaders import (
     Value,
     dataset_arg,
     in_memory_dataset,
+    loader_alias,
     loader_arg,
+    loader_subclass,
 )
 from pitstop.lint.loaders import dataloader_calls as _calls
 from pitstop.lint.loops import NOT_BATCHES
@@ -30,7 +39,29 @@ UNKNOWN_STATE = "unknown"
 
 
 def dataloader_calls(ctx: ModuleContext) -> list[ast.Call]:
-    return _calls(ctx.index)
+    """The module's DataLoader calls, less those of the self-test that a module the
+    program imports runs only when started on its own (`if __name__ == "__main__":`)."""
+    calls = [c for c in _calls(ctx.index) if loader_subclass(ctx.index, c) != "imported"
+             or ctx.program.loader_class(ctx.key, dotted(c.func) or "") is not None]
+    if not calls or not ctx.program.imported(ctx.key):
+        return calls
+    spans = [(s.lineno, s.end_lineno or s.lineno) for s in ctx.index.tree.body
+             if is_main_guard(s)]
+    return [c for c in calls if not any(a <= c.lineno <= b for a, b in spans)]
+
+
+def iterates_its_own_way(ctx: ModuleContext, call: ast.Call) -> bool:
+    """A loader class that may keep its workers across passes: an alias that may be a
+    subclass (`loader = DataLoader if a else InfiniteDataLoader`), or a DataLoader subclass
+    with an `__iter__`/`__next__` of its own (here or in the module that defines it)."""
+    if loader_alias(ctx.index, call) == "custom":
+        return True
+    sub = loader_subclass(ctx.index, call)
+    if sub == "custom":
+        return True
+    if sub == "imported":
+        return ctx.program.loader_class(ctx.key, dotted(call.func) or "") != "plain"
+    return False
 
 
 def arg_values(ctx: ModuleContext, call: ast.Call, name: str) -> list[Value]:

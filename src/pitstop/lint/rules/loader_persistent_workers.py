@@ -7,7 +7,7 @@ import ast
 
 from pitstop.lint.astutil import dotted, kwarg
 from pitstop.lint.context import ANY, USE_SEEN, ModuleContext
-from pitstop.lint.loaders import ABSENT, loader_alias
+from pitstop.lint.loaders import ABSENT
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import (
     POSITIVE,
@@ -18,6 +18,7 @@ from pitstop.lint.rules._dataloader import (
     epochs_condition,
     flag_state,
     iterated_for_epochs,
+    iterates_its_own_way,
     loader_name,
     number_state,
     uses_by_name,
@@ -41,7 +42,7 @@ def check(ctx: ModuleContext) -> None:
         pw_values = arg_values(ctx, call, "persistent_workers")
         if {flag_state(ctx, v) for v in pw_values} != {"false"}:
             continue
-        if taken_once(ctx, call) or loader_alias(ctx.index, call) == "custom" \
+        if taken_once(ctx, call) or iterates_its_own_way(ctx, call) \
                 or built_per_pass(ctx, call):
             continue  # one iterator for the run (`iter(DataLoader(...))`, or a subclass
             # that re-uses its workers): nothing is re-spawned; or a new loader built for
