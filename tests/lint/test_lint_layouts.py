@@ -295,3 +295,54 @@ def test_a_factory_function_named_like_a_loader_is_not_one(tmp_path):
              "train.py": AUDIO_TRAIN.replace("from clips import ClipLoader, RepeatingDataLoader, Clips",
                                              "from loaders import CreateDataLoader as ClipLoader")}
     assert found(program(tmp_path, files, select=("LT002", "LT003", "LT004"))) == set()
+
+
+SLICES = """
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Windows(Dataset):
+    def __init__(self, data, seq_len):
+        self.data, self.seq_len = data, seq_len
+
+    def __len__(self):
+        return self.data.size(0) // self.seq_len
+
+    def __getitem__(self, i):
+        start = torch.randint(0, self.data.size(0) - self.seq_len - 1, (1,))
+        return self.data[start: start + self.seq_len + 1].long()
+
+
+class Sentences(Dataset):
+    def __init__(self, rows, vocab):
+        self.rows, self.vocab = rows, vocab
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return self._ids(self.rows[i])
+
+    def _ids(self, row):
+        return torch.tensor([self.vocab.get(w, 0) for w in row.split()])
+
+
+net = torch.nn.Linear(8, 8).cuda()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+cheap = DataLoader(Windows(torch.zeros(10000), 64), batch_size=8)
+costly = DataLoader(Sentences(["a b"], {}), batch_size=8)
+for epoch in range(3):
+    for a, b in zip(cheap, costly):
+        loss = net(a.cuda().float()).sum() + net(b.cuda().float()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_workers_are_advised_only_where_items_cost_something_to_make(tmp_path):
+    """A random slice of a tensor in memory costs nothing next to the hops between
+    processes; a sentence turned into ids word by word (a helper method's loop) does."""
+    got = found(program(tmp_path, {"lm.py": SLICES}, select=("LT002",)))
+    assert got == {("lm.py", 34, "LT002")}

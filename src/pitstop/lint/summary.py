@@ -34,6 +34,7 @@ Values are described by short strings ("descriptors"), resolved across modules b
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from pitstop.lint.astutil import (
@@ -483,12 +484,13 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
                                     attrs[en[5:]] = desc
         bases = tuple(b for b in (dotted(x) for x in cls.bases) if b)
         getitem = index.method(cls, "__getitem__")
-        nodes = [n for stmt in getitem.body for n in ast.walk(stmt)] if getitem is not None \
-            else []
+        nodes = _item_nodes(index, cls, getitem)
         trivial = getitem is not None and not any(
-            isinstance(n, ast.Call) and not _cheap_method(n) for n in nodes)
-        plain = trivial and not any(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
-                                    for n in nodes)
+            (isinstance(n, ast.Call) and _loads(n, index, cls)) or isinstance(n, LOOP_NODES)
+            for n in nodes)
+        plain = trivial and not any(isinstance(n, ast.Call) and not _cheap_method(n)
+                                    for n in nodes) and not any(
+            isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) for n in nodes)
         s.classes[name] = ClassSummary(name, cls.lineno, bases, tuple(methods), attrs,
                                        name in index.module_classes, trivial, plain,
                                        _conv_bias(index, cls))
@@ -592,6 +594,54 @@ def _places(value: ast.expr | None, name: str) -> bool:
 CHEAP_ITEM_METHODS = frozenset({"float", "long", "int", "half", "double", "bool", "byte",
                                 "clone", "view", "reshape", "unsqueeze", "squeeze", "permute",
                                 "contiguous", "flatten", "t"})
+
+
+# What loading an item costs: reading or decoding a file, running transforms, tokenising,
+# Python loops over its parts. Anything else __getitem__ calls (torch.tensor, np.array, a
+# slice of a tensor in memory) is cheap next to the process hops workers would add.
+LOOP_NODES = (ast.For, ast.While, ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp)
+LOADING_RE = re.compile(r"open|read|load|decode|imread|transform|augment|jitter|resize|"
+                        r"token|encode|mask|pad|"
+                        r"crop|wav|audio|image|img|frame|video|fetch|download|get_item|"
+                        r"__getitem__|parse|process|sample_from|collate", re.IGNORECASE)
+LOADING_LIBS = ("PIL.", "cv2.", "librosa.", "torchaudio.", "soundfile.", "imageio.", "h5py.",
+                "json.", "pickle.", "numpy.load", "numpy.fromfile", "lmdb.", "skimage.",
+                "torchvision.io.", "decord.", "av.", "scipy.io.", "pandas.read")
+
+
+def _item_nodes(index: ModuleIndex, cls: ast.ClassDef, getitem: FuncDef | None) -> list[ast.AST]:
+    """The nodes of __getitem__ and of the methods of the class it calls (`self._load(i)`)."""
+    if getitem is None:
+        return []
+    out: list[ast.AST] = []
+    todo, seen = [getitem], {getitem}
+    while todo and len(seen) < 8:
+        fn = todo.pop()
+        for stmt in fn.body:
+            for n in ast.walk(stmt):
+                out.append(n)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self":
+                    m = index.method(cls, n.func.attr)
+                    if m is not None and m not in seen:
+                        seen.add(m)
+                        todo.append(m)
+    return out
+
+
+def _loads(call: ast.Call, index: ModuleIndex, cls: ast.ClassDef) -> bool:
+    """Does this call read, decode or transform data (not a method of the class: its body
+    is looked at instead)?"""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+            and func.value.id == "self" and index.method(cls, func.attr) is not None:
+        return False  # a method of its own, walked by _item_nodes
+    name = dotted(func) or ""
+    if LOADING_RE.search(name.rsplit(".", 1)[-1]) or (
+            isinstance(func, ast.Attribute) and LOADING_RE.search(dotted(func.value) or "")):
+        return True
+    qn = qualname(func, index.aliases) or ""
+    return qn.startswith(LOADING_LIBS) or name == "open"
 
 
 def _cheap_method(call: ast.Call) -> bool:
