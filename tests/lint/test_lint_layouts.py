@@ -346,3 +346,69 @@ def test_workers_are_advised_only_where_items_cost_something_to_make(tmp_path):
     processes; a sentence turned into ids word by word (a helper method's loop) does."""
     got = found(program(tmp_path, {"lm.py": SLICES}, select=("LT002",)))
     assert got == {("lm.py", 34, "LT002")}
+
+
+TRAINERS = """
+import torch
+
+
+class SupervisedTrainer:
+    def __init__(self, model):
+        super(SupervisedTrainer, self).__init__()
+        self.model = model
+
+    def train(self, loader, opt):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(self.model(x.cuda()), y.cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            print(loss.item())
+
+
+class ClusterTrainer:
+    def __init__(self, model):
+        super(ClusterTrainer, self).__init__()
+        self.model = model
+
+    def train(self, loader, opt):
+        for x, y in loader:
+            loss = self.model(x.cuda()).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            print(loss.item())
+"""
+
+PRETRAIN = """
+import torch
+from trainers import SupervisedTrainer
+
+model = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+trainer = SupervisedTrainer(model)
+for epoch in range(10):
+    trainer.train(batches(), opt)
+"""
+
+
+def test_a_trainer_class_the_program_never_uses_is_not_its_loop(tmp_path):
+    """The entry script uses SupervisedTrainer; ClusterTrainer (mentioned nowhere but in
+    its own `super()` call) belongs to another program of the repository."""
+    run = program(tmp_path, {"trainers.py": TRAINERS, "pretrain.py": PRETRAIN},
+                  select=("LT001",))
+    assert found(run) == {("trainers.py", 15, "LT001")}
+
+
+def test_a_module_linted_on_its_own_keeps_all_its_loops(tmp_path):
+    run = program(tmp_path, {"trainers.py": TRAINERS}, select=("LT001",))
+    assert found(run) == {("trainers.py", 15, "LT001"), ("trainers.py", 29, "LT001")}
+
+
+def test_a_class_picked_by_name_at_run_time_is_kept(tmp_path):
+    """`getattr(trainers, args.trainer)`: any class of the module may run."""
+    entry = PRETRAIN.replace("from trainers import SupervisedTrainer",
+                             "import trainers").replace(
+        "trainer = SupervisedTrainer(model)", "trainer = getattr(trainers, name)(model)")
+    run = program(tmp_path, {"trainers.py": TRAINERS, "pretrain.py": entry}, select=("LT001",))
+    assert found(run) == {("trainers.py", 15, "LT001"), ("trainers.py", 29, "LT001")}

@@ -136,7 +136,7 @@ def lint_text(text: str, path: str, options: LintOptions,
                           summary=summarize(index), imports=_top_imports(index))
     lines = text.splitlines()
     ctx = ModuleContext(tree, lines, path, text=text, options=options, test=test,
-                        index=ModuleIndex(tree, path, preamble=preamble))
+                        index=ModuleIndex(tree, path, text=text, preamble=preamble))
     analyze(ctx)
     summary = ctx.program.summary(ctx.key)
     answers = recorded_answers(ctx.program)

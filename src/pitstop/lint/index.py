@@ -175,6 +175,7 @@ class ModuleIndex:
         self.tree = tree
         self.path = path
         self.light = light
+        self.text = text  # the source, when the caller has it (names mentioned in it)
         self.aliases: dict[str, str] = {}
         self.imports: list[ImportRef] = []
         self.functions: dict[str, list[FuncDef]] = {}

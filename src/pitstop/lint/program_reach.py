@@ -96,18 +96,40 @@ class ProgramReach:
         self._memo[memo_key] = seen
         return seen
 
-    def program_of(self, key: str) -> set[str]:
-        """The modules that run together with ``key``: for every entry point (a module no
-        other module imports) whose imports reach ``key``, everything that entry reaches."""
-        memo_key = ("program_of", key)
-        if memo_key in self._memo:
-            return self._memo[memo_key]
+    def importers_of(self, key: str) -> set[str]:
+        """The modules of the program that import ``key``."""
         if self._importers is None:
             importers: dict[str, set[str]] = {k: set() for k in self.modules}
             for k, outs in self.graph().items():
                 for o in outs:
                     importers.setdefault(o, set()).add(k)
             self._importers = importers
+        return self._importers.get(key, set())
+
+    @query
+    def unreached(self, key: str, name: str) -> bool:
+        """Is the top-level class or function ``name`` of the imported module ``key`` run
+        by none of the program: no module mentions it (not even in a string or a comment)
+        and none looks names up in ``key`` at run time? (A module nobody imports is an
+        entry point, or linted on its own: all of it counts.)"""
+        if key not in self.modules or not self.importers_of(key):
+            return False
+        stem = os.path.splitext(os.path.basename(key))[0]
+        folder = os.path.basename(os.path.dirname(key))
+        for s in self.modules.values():
+            if name in s.mentions or stem in s.dynamic or folder in s.dynamic \
+                    or "globals" in s.dynamic or "import_module" in s.dynamic:
+                return False
+        return True
+
+    def program_of(self, key: str) -> set[str]:
+        """The modules that run together with ``key``: for every entry point (a module no
+        other module imports) whose imports reach ``key``, everything that entry reaches."""
+        memo_key = ("program_of", key)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        self.importers_of(key)
+        assert self._importers is not None
         entries: set[str] = set()
         seen = {key}
         todo = [key]

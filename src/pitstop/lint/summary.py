@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from pitstop.lint.astutil import (
@@ -136,6 +137,11 @@ class ModuleSummary:
     cpu_devices: bool = False  # spells out a CPU device (a fallback, maybe)
     loaders: dict[str, LoaderSummary] = field(default_factory=dict)
     callsites: tuple[CallSite, ...] = ()
+    # identifiers the module mentions other than where it defines them (calls, attributes,
+    # strings, comments): a class or function no module mentions is not run by the program
+    mentions: frozenset[str] = frozenset()
+    # modules it reaches by names chosen at run time (`getattr(models, args.arch)`)
+    dynamic: frozenset[str] = frozenset()
 
 
 CONV_TAILS = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
@@ -510,7 +516,31 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
         lid = loader_id(call)
         s.loaders[lid] = LoaderSummary(lid, call.func.lineno, _pins(index, call))
     s.callsites = tuple(_callsites(index, d))
+    s.mentions, s.dynamic = _mentions(index)
     return s
+
+
+IDENT_RE = re.compile(r"[A-Za-z_]\w*")
+DYNAMIC_RE = re.compile(r"getattr\(\s*([A-Za-z_][\w.]*)\s*,\s*(?!['\"])|"
+                        r"([A-Za-z_][\w.]*)\.__dict__\[|(globals)\(\)\[|(import_module)\(")
+
+
+def _mentions(index: ModuleIndex) -> tuple[frozenset[str], frozenset[str]]:
+    """The identifiers the module's text mentions more often than it defines them, and
+    the modules it looks names up in at run time (`getattr(trainers, name)`)."""
+    text = index.text or ast.unparse(index.tree)
+    counts = Counter(IDENT_RE.findall(text))
+    lines = text.splitlines()
+    # (a top-level class or function mentioning itself -- `super(Trainer, self)`, a
+    # recursive call -- is not a use of it by the program)
+    for node in index.tree.body if index.text else ():
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            own = "\n".join(lines[node.lineno - 1:node.end_lineno or node.lineno])
+            counts[node.name] -= sum(1 for m in IDENT_RE.finditer(own) if m.group() == node.name)
+    mentions = frozenset(k for k, c in counts.items() if c > 0)
+    dynamic = frozenset(next(g for g in m.groups() if g).rsplit(".", 1)[-1]
+                        for m in DYNAMIC_RE.finditer(text))
+    return mentions, dynamic
 
 
 # Calls that take a function and run it many times: ignite's `Engine(step)`,

@@ -164,6 +164,20 @@ class Walker:
                 else:
                     self.walk_body(fn.body, State(env=env, func=fn))
 
+    def _unreached(self, fn: FuncDef | None) -> bool:
+        """Is ``fn`` part of a top-level class or function of an imported module that no
+        module of the program mentions? Decorated ones may be registered and run by name."""
+        index = self.ctx.index
+        top: ast.AST | None = None
+        while fn is not None:
+            cls = index.class_of.get(fn)
+            top = cls if cls is not None else fn
+            fn = index.owner.get(cls if cls is not None else fn)
+        if top is None or top not in index.tree.body \
+                or getattr(top, "decorator_list", None):
+            return False
+        return self.ctx.program.unreached(self.ctx.key, top.name)  # type: ignore[attr-defined]
+
     def _forward_inherited(self, cls: ast.ClassDef | None) -> bool:
         """Does this module class take its forward() from a base the program does not
         show (timm's VisionTransformer, a torchvision model)?"""
@@ -473,6 +487,8 @@ class Walker:
     def _walk_loop(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> None:
         ctx = self.ctx
         kind = ctx.loops.classify(loop, st) if not st.optional else None
+        if kind is not None and st.hot is None and self._unreached(st.func):
+            kind = None  # a trainer class of the module that this program never uses
         inner = st
         if kind is not None and (st.hot is None or st.rare):
             hot = HotLoop(loop, kind, loop.lineno, ctx.path,
