@@ -106,7 +106,7 @@ class ModuleContext:
         self.lines = lines
         self.path = path
         self.text = text
-        self.index = index or ModuleIndex(tree, path)
+        self.index = index or ModuleIndex(tree, path, text=text)
         if analysis is None:
             opts = options or LintOptions()
             if program is None:

@@ -503,11 +503,12 @@ def _summarise_file(path: str) -> ModuleSummary | None:
         data = read_source(path)
         if len(data) > MAX_CONTEXT_BYTES or not mentions_torch(data):
             return None
-        tree = parse(decode(data), path)
+        text = decode(data)
+        tree = parse(text, path)
     except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError,
             MemoryError):
         return None
-    return summarize(ModuleIndex(tree, path))
+    return summarize(ModuleIndex(tree, path, text=text))
 
 
 _PROGRAM: Program | None = None

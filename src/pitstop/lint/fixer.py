@@ -59,7 +59,7 @@ def fix_results(run: RunResult, options: LintOptions,
                    ) -> list[LintFinding]:
             now = program
             if in_program:  # against the program, with this module as it now reads
-                now = program.replaced(summarize(ModuleIndex(ast.parse(text), result.path)))
+                now = program.replaced(summarize(ModuleIndex(ast.parse(text), result.path, text=text)))
                 again = relint_text(text, result.path, options, ignores_for(path), now, linted)
             else:
                 again = lint_text(text, result.path, options, ignores_for(path))

@@ -61,6 +61,7 @@ class Program(ProgramModules, ProgramReach):
         self._settings: dict[str, Setting] | None = None
         self._folders: dict[str, list[str]] | None = None
         self._children: dict[str, list[str]] | None = None
+        self._names: set[str] | None = None
         self._tops: dict[str, str] = {}
         self._candidates: dict[tuple[str, str, int], list[str]] = {}
         self._resolved: dict[tuple[str, str, int], str | None] = {}

@@ -19,6 +19,7 @@ class ProgramModules:
     roots: list[str]
     _folders: dict[str, list[str]] | None
     _children: dict[str, list[str]] | None
+    _names: set[str] | None
     _tops: dict[str, str]
     _candidates: dict[tuple[str, str, int], list[str]]
     _resolved: dict[tuple[str, str, int], str | None]
@@ -108,6 +109,8 @@ class ProgramModules:
         import its modules by their bare names. One match in a folder beside the script
         or one of its parents (up to four up) that is not a package itself (a package is
         imported by its own name); none when several folders could mean it."""
+        if module.split(".", 1)[0] not in self._names_in_tree():
+            return None
         rel = module.replace(".", os.sep)
         up = here
         for _ in range(5):
@@ -128,6 +131,15 @@ class ProgramModules:
                 break
             up = parent
         return None
+
+    def _names_in_tree(self) -> set[str]:
+        """Every folder name and module stem on the paths of the program's modules."""
+        if self._names is None:
+            names: set[str] = set()
+            for m in self.modules:
+                names.update(m.removesuffix(".py").split(os.sep))
+            self._names = names
+        return self._names
 
     def _on_disk(self, key: str, module: str) -> bool:
         """Does the top name of ``module`` exist beside ``key`` (a module, or a package

@@ -114,13 +114,23 @@ class ProgramReach:
         entry point, or linted on its own: all of it counts.)"""
         if key not in self.modules or not self.importers_of(key):
             return False
+        mentioned, dynamic = self._mentioned()
         stem = os.path.splitext(os.path.basename(key))[0]
         folder = os.path.basename(os.path.dirname(key))
-        for s in self.modules.values():
-            if name in s.mentions or stem in s.dynamic or folder in s.dynamic \
-                    or "globals" in s.dynamic or "import_module" in s.dynamic:
-                return False
-        return True
+        return not (name in mentioned or stem in dynamic or folder in dynamic
+                    or "globals" in dynamic or "import_module" in dynamic)
+
+    def _mentioned(self) -> tuple[set[str], set[str]]:
+        """What the program's modules mention, and where they look names up by value."""
+        found = self._memo.get(("mentioned",))
+        if found is None:
+            mentioned: set[str] = set()
+            dynamic: set[str] = set()
+            for s in self.modules.values():
+                mentioned.update(s.mentions.split())
+                dynamic.update(s.dynamic)
+            found = self._memo[("mentioned",)] = (mentioned, dynamic)
+        return found
 
     def program_of(self, key: str) -> set[str]:
         """The modules that run together with ``key``: for every entry point (a module no

@@ -138,8 +138,9 @@ class ModuleSummary:
     loaders: dict[str, LoaderSummary] = field(default_factory=dict)
     callsites: tuple[CallSite, ...] = ()
     # identifiers the module mentions other than where it defines them (calls, attributes,
-    # strings, comments): a class or function no module mentions is not run by the program
-    mentions: frozenset[str] = frozenset()
+    # strings, comments), space-separated (one string crosses between processes fast): a
+    # class or function no module mentions is not run by the program
+    mentions: str = ""
     # modules it reaches by names chosen at run time (`getattr(models, args.arch)`)
     dynamic: frozenset[str] = frozenset()
 
@@ -521,26 +522,36 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
 
 
 IDENT_RE = re.compile(r"[A-Za-z_]\w*")
-DYNAMIC_RE = re.compile(r"getattr\(\s*([A-Za-z_][\w.]*)\s*,\s*(?!['\"])|"
-                        r"([A-Za-z_][\w.]*)\.__dict__\[|(globals)\(\)\[|(import_module)\(")
+GETATTR_RE = re.compile(r"getattr\(\s*+([A-Za-z_][\w.]*+)\s*+,\s*+(?!['\"])")
+DICT_RE = re.compile(r"([A-Za-z_][\w.]*+)$")
 
 
-def _mentions(index: ModuleIndex) -> tuple[frozenset[str], frozenset[str]]:
+def _mentions(index: ModuleIndex) -> tuple[str, frozenset[str]]:
     """The identifiers the module's text mentions more often than it defines them, and
     the modules it looks names up in at run time (`getattr(trainers, name)`)."""
-    text = index.text or ast.unparse(index.tree)
+    text = index.text or ast.unparse(index.tree)  # (callers pass the text: unparse is slow)
     counts = Counter(IDENT_RE.findall(text))
-    lines = text.splitlines()
-    # (a top-level class or function mentioning itself -- `super(Trainer, self)`, a
-    # recursive call -- is not a use of it by the program)
-    for node in index.tree.body if index.text else ():
+    # (where a top-level class or function is defined is no use of it; nor is a class
+    # naming itself in `super(Trainer, self)`)
+    for node in index.tree.body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            own = "\n".join(lines[node.lineno - 1:node.end_lineno or node.lineno])
-            counts[node.name] -= sum(1 for m in IDENT_RE.finditer(own) if m.group() == node.name)
-    mentions = frozenset(k for k, c in counts.items() if c > 0)
-    dynamic = frozenset(next(g for g in m.groups() if g).rsplit(".", 1)[-1]
-                        for m in DYNAMIC_RE.finditer(text))
-    return mentions, dynamic
+            counts[node.name] -= 1 + (text.count(f"super({node.name},")
+                                      if isinstance(node, ast.ClassDef) else 0)
+    mentions = " ".join(k for k, c in counts.items() if c > 0)
+    dynamic: set[str] = set()
+    if "getattr(" in text:  # `getattr(trainers, name)`: a name chosen at run time
+        dynamic.update(m.group(1).rsplit(".", 1)[-1] for m in GETATTR_RE.finditer(text))
+    at = text.find(".__dict__[")
+    while at >= 0:  # `models.__dict__[args.arch]`
+        m = DICT_RE.search(text, max(0, at - 80), at)
+        if m is not None:
+            dynamic.add(m.group(1).rsplit(".", 1)[-1])
+        at = text.find(".__dict__[", at + 1)
+    if "globals()[" in text:
+        dynamic.add("globals")
+    if "import_module(" in text:
+        dynamic.add("import_module")
+    return mentions, frozenset(dynamic)
 
 
 # Calls that take a function and run it many times: ignite's `Engine(step)`,
