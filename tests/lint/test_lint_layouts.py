@@ -412,3 +412,49 @@ def test_a_class_picked_by_name_at_run_time_is_kept(tmp_path):
         "trainer = SupervisedTrainer(model)", "trainer = getattr(trainers, name)(model)")
     run = program(tmp_path, {"trainers.py": TRAINERS, "pretrain.py": entry}, select=("LT001",))
     assert found(run) == {("trainers.py", 15, "LT001"), ("trainers.py", 29, "LT001")}
+
+
+BASE_MODEL = """
+import torch
+from torch.nn.parallel import DataParallel
+
+
+class BaseModel:
+    def to_device(self, net):
+        net = net.cuda()
+        return DataParallel(net)
+"""
+
+SR_TRAIN = """
+import torch
+from models.factory import define_model
+
+model = define_model(opt)
+for epoch in range(100):
+    for batch in loader:
+        model.feed(batch)
+        model.optimize_parameters()
+"""
+
+
+def test_dataparallel_in_a_model_module_the_imports_do_not_connect(tmp_path):
+    """The model module is reached through a factory module left out of the run: the
+    linted files are one program, and it trains."""
+    run = program(tmp_path, {"models/base_model.py": BASE_MODEL, "train.py": SR_TRAIN},
+                  select=("LT015",))
+    assert found(run) == {("base_model.py", 8, "LT015")}
+
+
+def test_dataparallel_beside_an_inference_loop_is_left_alone(tmp_path):
+    infer = BASE_MODEL + """
+
+def predict(net, loader):
+    net = BaseModel().to_device(net)
+    net.eval()
+    with torch.no_grad():
+        for x in loader:
+            print(net(x.cuda()).argmax(1))
+"""
+    run = program(tmp_path, {"models/base_model.py": infer, "train.py": SR_TRAIN},
+                  select=("LT015",))
+    assert found(run) == set()

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pitstop.lint.context import USE_TRAIN, ModuleContext
+from pitstop.lint.context import USE_LOOP, USE_TRAIN, ModuleContext
 from pitstop.lint.model import LintFinding
 from pitstop.lint.settings import CONFIG_CALL_RE
 
@@ -144,6 +144,8 @@ def analyze(ctx: ModuleContext) -> None:
         ctx.run(hot)
     if ctx.has_train_loop:
         ctx.analysis.uses.add(USE_TRAIN + ctx.key)
+    if ctx.hot_loops:
+        ctx.analysis.uses.add(USE_LOOP + ctx.key)
     for code, check in MODULE_RULES:
         if wanted(code):
             check(ctx)

@@ -43,6 +43,7 @@ USE_GPU_ANY = "loader_gpu_any:"
 USE_SEEN = "loader_seen:"  # a loop of the program iterates this loader
 USE_TRAINS = "loader_trains:"  # a training loop iterates this loader
 USE_TRAIN = "train_loop:"  # the module trains (a training loop, a framework trainer)
+USE_LOOP = "hot_loop:"  # the module runs a training or an evaluation loop
 OR = "\t"  # alternatives inside one condition token
 ANY = " || "  # alternative clauses of a condition
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pitstop.lint.astutil import callee_tail, qualname
-from pitstop.lint.context import ModuleContext
+from pitstop.lint.context import OR, ModuleContext
 
 CODE = "LT015"
 CLASSES = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
@@ -29,5 +29,5 @@ def check(ctx: ModuleContext) -> None:
                 "re-copies the model to every GPU each step and gathers outputs on GPU 0, and is "
                 "usually slower than DistributedDataParallel (one process per GPU, launched with "
                 "torchrun).",
-                condition="+train_program",  # some module of the program trains
+                condition=f"+train_program{OR}train_run",  # the program trains
             )

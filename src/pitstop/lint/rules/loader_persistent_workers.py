@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from pitstop.lint.astutil import dotted, kwarg
-from pitstop.lint.context import ANY, USE_SEEN, ModuleContext
+from pitstop.lint.context import ANY, OR, USE_SEEN, ModuleContext
 from pitstop.lint.loaders import ABSENT
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import (
@@ -52,7 +52,7 @@ def check(ctx: ModuleContext) -> None:
         # when no loop of the program is seen to iterate it (its batches travel through
         # code the analysis cannot follow), a training program re-iterates its loaders.
         condition = "" if iterated_for_epochs(ctx, call) else \
-            f"{epochs_condition(ctx, call)}{ANY}-{USE_SEEN}{ctx.loader_key(call)} +train_program"
+            f"{epochs_condition(ctx, call)}{ANY}-{USE_SEEN}{ctx.loader_key(call)} +train_program{OR}train_run"
         line, col = call_position(ctx, call)
         nw = kwarg(call, "num_workers")
         nw_value = nw.value if nw is not None else next(
