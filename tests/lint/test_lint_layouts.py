@@ -458,3 +458,30 @@ def predict(net, loader):
     run = program(tmp_path, {"models/base_model.py": infer, "train.py": SR_TRAIN},
                   select=("LT015",))
     assert found(run) == set()
+
+
+def test_a_dataparallel_subclass_of_the_program_is_dataparallel(tmp_path):
+    files = {"parallel.py": """
+        import torch
+
+        class ChunkedDataParallel(torch.nn.DataParallel):
+            def scatter(self, inputs, kwargs, device_ids):
+                return super().scatter(inputs, kwargs, device_ids)
+
+        class ChunkedDistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
+            pass
+        """,
+             "train.py": """
+        import torch
+        from parallel import ChunkedDataParallel, ChunkedDistributedDataParallel
+
+        net = ChunkedDataParallel(torch.nn.Linear(8, 8).cuda())
+        other = ChunkedDistributedDataParallel(torch.nn.Linear(8, 8).cuda())
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for x in loader:
+            loss = net(x.cuda()).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """}
+    assert found(program(tmp_path, files, select=("LT015",))) == {("train.py", 4, "LT015")}

@@ -452,8 +452,9 @@ class Program(ProgramModules, ProgramReach):
 
     @query
     def class_is(self, module: str, cls: str, what: str) -> bool:
-        """Is the class an nn.Module (``what="module"``) or a DataLoader subclass
-        (``"loader"``), through its bases across modules?"""
+        """Is the class an nn.Module (``what="module"``), a DataLoader subclass
+        (``"loader"``) or a DataParallel one (``"dataparallel"``), through its bases across
+        modules?"""
         summary = self.klass(module, cls)
         if summary is None:
             return False
@@ -461,7 +462,8 @@ class Program(ProgramModules, ProgramReach):
             return True
         for base in summary.bases:
             tail = base.rsplit(".", 1)[-1]
-            if what == "loader" and tail == "DataLoader":
+            if (what == "loader" and tail == "DataLoader") or (
+                    what == "dataparallel" and tail == "DataParallel"):
                 return True
             if what == "module" and (tail.endswith("Module") or tail in {
                     "PreTrainedModel", "ModelMixin", "LightningModule"}):

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from pitstop.lint.astutil import callee_tail, qualname
+import ast
+
+from pitstop.lint.astutil import callee_tail, dotted, qualname
 from pitstop.lint.context import OR, ModuleContext
 
 CODE = "LT015"
@@ -16,13 +18,21 @@ FUNCTIONS = frozenset({"torch.nn.parallel.data_parallel", "torch.nn.parallel.dat
 def check(ctx: ModuleContext) -> None:
     if "ata_parallel" not in ctx.text and "DataParallel" not in ctx.text:
         return
-    for tail in ("DataParallel", "data_parallel"):
+    tails = {"DataParallel", "data_parallel", *(t for t in ctx.index.calls_by_tail
+                                                if "DataParallel" in t and t != "DataParallel"
+                                                and "Distributed" not in t)}
+    for tail in sorted(tails):
         for call in ctx.index.calls_by_tail.get(tail, ()):
             qn = qualname(call.func, ctx.aliases) or callee_tail(call)
-            if qn not in CLASSES | FUNCTIONS:
+            if tail in {"DataParallel", "data_parallel"}:
+                if qn not in CLASSES | FUNCTIONS:
+                    continue
+                form = "`nn.DataParallel`" if tail == "DataParallel" else \
+                    "`nn.parallel.data_parallel(...)` (the functional DataParallel)"
+            elif _subclass(ctx, call):
+                form = f"`{tail}` (a subclass of `nn.DataParallel`)"
+            else:
                 continue
-            form = "`nn.DataParallel`" if tail == "DataParallel" else \
-                "`nn.parallel.data_parallel(...)` (the functional DataParallel)"
             ctx.report(
                 CODE, call,
                 f"{form} trains in one process with one Python thread per GPU: it "
@@ -31,3 +41,10 @@ def check(ctx: ModuleContext) -> None:
                 "torchrun).",
                 condition=f"+train_program{OR}train_run",  # the program trains
             )
+
+
+def _subclass(ctx: ModuleContext, call: ast.Call) -> bool:
+    """`BalancedDataParallel(model)`: a class of the program built on nn.DataParallel."""
+    sym = ctx.program.lookup(ctx.key, dotted(call.func) or "")
+    return sym is not None and sym.kind == "class" and ctx.program.class_is(
+        sym.module, sym.name, "dataparallel")
