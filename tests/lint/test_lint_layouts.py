@@ -485,3 +485,44 @@ def test_a_dataparallel_subclass_of_the_program_is_dataparallel(tmp_path):
             opt.step()
         """}
     assert found(program(tmp_path, files, select=("LT015",))) == {("train.py", 4, "LT015")}
+
+
+RECSYS = """
+import numpy as np
+import torch
+
+
+def evaluate(model, users, seqs):
+    model.eval()
+    hits = 0
+    for u in users:
+        scores = -model.predict(np.array([u]), np.array([seqs[u]]))
+        hits += int(scores[0].argsort().argsort()[0] < 10)
+    return hits / len(users)
+
+
+def evaluate_quietly(model, users, seqs):
+    model.eval()
+    with torch.no_grad():
+        for u in users:
+            model.predict(np.array([u]), np.array([seqs[u]]))
+
+
+model = Recommender().cuda()
+opt = torch.optim.Adam(model.parameters())
+for epoch in range(20):
+    model.train()
+    for step in range(100):
+        loss = model(*sample()).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(evaluate(model, range(1000), SEQS), evaluate_quietly(model, range(10), SEQS))
+"""
+
+
+def test_an_evaluation_loop_over_users_after_model_eval_without_no_grad(tmp_path):
+    """No loader feeds it: the loop runs the model after `model.eval()` and trains
+    nothing; the one under `torch.no_grad()` is fine."""
+    assert found(program(tmp_path, {"sasrec.py": RECSYS}, select=("LT013",))) == {
+        ("sasrec.py", 8, "LT013")}

@@ -38,11 +38,43 @@ def _under_no_grad(ctx: ModuleContext, node: ast.AST,
     return False
 
 
-def check(ctx: ModuleContext) -> None:
-    for hot in ctx.hot_loops:
-        loop = hot.node
-        if hot.kind != "eval" or not isinstance(loop, (ast.For, ast.AsyncFor)):
+def _model_loops(ctx: ModuleContext) -> list[ast.For | ast.While]:
+    """Loops after `model.eval()` in the same function that run that model and train
+    nothing (`for u in users: model.predict(...)`, `for x, y in zip(xs, ys): model(x)`):
+    evaluation loops over data that comes from no loader."""
+    out: list[ast.For | ast.While] = []
+    for call in ctx.index.calls_by_tail.get("eval", ()):
+        if call.args or not isinstance(call.func, ast.Attribute):
             continue
+        model = dotted(call.func.value)
+        func = ctx.enclosing(call, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if model is None or func is None:
+            continue
+        for loop in ast.walk(func):
+            if not isinstance(loop, (ast.For, ast.While)) or loop.lineno <= call.lineno:
+                continue
+            calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
+            if any(callee_tail(n) in {"backward", "step", "train"} for n in calls):
+                continue
+            if any((dotted(n.func) or "") == model or (dotted(n.func) or "").startswith(
+                    (f"{model}.predict", f"{model}.forward", f"{model}.inference"))
+                   for n in calls):
+                out.append(loop)
+    return out
+
+
+Loop = ast.For | ast.AsyncFor | ast.While
+
+
+def check(ctx: ModuleContext) -> None:
+    # (loop, line of its hot loop, seen after `model.eval()`: no further signal needed)
+    todo: list[tuple[Loop, int, bool]] = [
+        (hot.node, hot.line, False) for hot in ctx.hot_loops
+        if hot.kind == "eval" and isinstance(hot.node, (ast.For, ast.AsyncFor))]
+    if ctx.has_train_loop or ctx.hot_loops:
+        hot_nodes = {hot.node for hot in ctx.hot_loops}
+        todo += [(loop, loop.lineno, True) for loop in _model_loops(ctx) if loop not in hot_nodes]
+    for loop, line, after_eval in todo:
         if _under_no_grad(ctx, loop):
             continue
         func = ctx.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -55,18 +87,24 @@ def check(ctx: ModuleContext) -> None:
         if any(isinstance(n, (ast.With, ast.AsyncWith)) and any(
                 _grad_off_call(i.context_expr) for i in n.items) for n in ast.walk(loop)):
             continue
-        loader = " ".join(dotted(i) or "" for i in unwrap_iterable(loop.iter))
-        fname = getattr(func, "name", "")
-        signals = EVAL_NAME_RE.search(loader) or EVAL_NAME_RE.search(fname) or any(
-            callee_tail(n) == "eval" for n in ast.walk(ast.Module(body=list(scope), type_ignores=[]))
-            if isinstance(n, ast.Call))
-        if not signals:
-            continue
-        ctx.report(
-            CODE, loop,
-            f"evaluation loop over `{ctx.segment(loop.iter)}` runs the model with autograd on: "
-            "every activation is kept for a backward pass that never comes (more memory, "
-            "smaller batches, slower). Wrap it in `torch.inference_mode()` or decorate the "
-            "function with `@torch.no_grad()`.",
-            evidence=(("loop_line", hot.line),),
-        )
+        if not after_eval:
+            iterated = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test
+            loader = " ".join(dotted(i) or "" for i in unwrap_iterable(iterated))
+            fname = getattr(func, "name", "")
+            if not (EVAL_NAME_RE.search(loader) or EVAL_NAME_RE.search(fname) or any(
+                    callee_tail(n) == "eval" for n in ast.walk(ast.Module(
+                        body=list(scope), type_ignores=[])) if isinstance(n, ast.Call))):
+                continue
+        _report(ctx, loop, line)
+
+
+def _report(ctx: ModuleContext, loop: Loop, line: int) -> None:
+    what = f"over `{ctx.segment(loop.iter)}`" if isinstance(loop, (ast.For, ast.AsyncFor)) \
+        else "(`while`)"
+    ctx.report(
+        CODE, loop,
+        f"evaluation loop {what} runs the model with autograd on: every activation is kept "
+        "for a backward pass that never comes (more memory, smaller batches, slower). Wrap "
+        "it in `torch.inference_mode()` or decorate the function with `@torch.no_grad()`.",
+        evidence=(("loop_line", line),),
+    )
