@@ -526,3 +526,68 @@ def test_an_evaluation_loop_over_users_after_model_eval_without_no_grad(tmp_path
     nothing; the one under `torch.no_grad()` is fine."""
     assert found(program(tmp_path, {"sasrec.py": RECSYS}, select=("LT013",))) == {
         ("sasrec.py", 8, "LT013")}
+
+
+BASE_TRAINER = """
+import argparse
+import torch
+from tqdm import tqdm
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--debug", type=int, default=0)
+opt = ap.parse_args()
+
+
+class BaseTrainer:
+    def __init__(self, model, loader, device, rank=0):
+        self.model, self.loader, self.device, self.rank = model, loader, device, rank
+
+    def train_on_batch(self, batch):
+        raise NotImplementedError
+
+    def show(self, batch, out):
+        raise NotImplementedError
+
+    def train(self, epochs):
+        for epoch in range(epochs):
+            pbar = tqdm(enumerate(self.loader)) if self.rank == 0 else enumerate(self.loader)
+            for i, batch in pbar:
+                out = self.train_on_batch(batch)
+                if opt.debug > 0:
+                    self.show(batch, out)
+"""
+
+DEPTH_TRAINER = """
+import torch
+from base import BaseTrainer
+
+
+class DepthTrainer(BaseTrainer):
+    def train_on_batch(self, batch):
+        image = batch["image"].to(self.device)
+        loss = self.model(image).mean()
+        loss.backward()
+        self.opt.step()
+        return loss
+
+    def show(self, batch, out):
+        print(out.item(), batch["image"].cpu().numpy().shape)
+"""
+
+DEPTH_DATA = """
+from torch.utils.data import DataLoader
+
+
+def make_loader(ds):
+    return DataLoader(ds, batch_size=8, num_workers=4, pin_memory=True, persistent_workers=True)
+"""
+
+
+def test_a_base_trainer_loop_runs_the_subclass_override_per_batch(tmp_path):
+    """`self.train_on_batch(batch)` in the base class's loop (over a `tqdm(...) if rank
+    == 0 else enumerate(...)` choice) runs DepthTrainer's method: its copy of the pinned
+    batch (from a loader built in a module the imports do not connect) blocks; the
+    visualisation under `if opt.debug > 0:` (off by default) is rare."""
+    files = {"base.py": BASE_TRAINER, "depth.py": DEPTH_TRAINER, "data.py": DEPTH_DATA}
+    got = found(program(tmp_path, files, select=("LT001", "LT008")))
+    assert got == {("depth.py", 7, "LT008")}

@@ -335,7 +335,12 @@ class ModuleContext:
         calls = dataloader_calls(self.index)
         if calls:
             return any(loader_pins(self, c) for c in calls)
-        for m in sorted(self.program.program_of(self.key)):
+        members = sorted(self.program.program_of(self.key))
+        if not any((s := self.program.summary(m)) is not None and s.loaders for m in members):
+            # no loader runs with this module by its imports (it is reached by a name
+            # chosen at run time, through files left out): the run's loaders, as one program
+            members = sorted(self.program.modules)
+        for m in members:
             s = self.program.summary(m)
             if s is not None and any(self.program.loader_pins(m, lid) for lid in s.loaders):
                 return True

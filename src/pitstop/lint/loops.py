@@ -158,7 +158,15 @@ class LoopModel:
             if LOADERISH_RE.search(name.rsplit(".", 1)[-1]):
                 return True
             r = ctx.resolve_name(it, st)
-            return r is not None and r.kind in {"loader", "batches"}
+            if r is not None and r.kind in {"loader", "batches"}:
+                return True
+            # `pbar = tqdm(enumerate(loader)) if rank == 0 else enumerate(loader)`
+            value = ctx.index.value_above(ctx.scope_of(it), name, it.lineno) \
+                if isinstance(it, ast.Name) else None
+            return isinstance(value, ast.IfExp) and self._batchy(value.body, st, depth + 1) \
+                and self._batchy(value.orelse, st, depth + 1)
+        if isinstance(it, ast.IfExp):
+            return self._batchy(it.body, st, depth + 1) and self._batchy(it.orelse, st, depth + 1)
         if isinstance(it, ast.Subscript):
             return self._batchy(it.value, st, depth + 1)
         return False
@@ -379,6 +387,17 @@ class LoopModel:
         """Is ``test`` a flag that is off unless asked for (also `if a and flag:`)?"""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return any(self.opt_in(v, st) for v in test.values)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 \
+                and isinstance(test.left, ast.Attribute) and options_owner(test.left.value):
+            # `if opt.debug > 0:`, `if args.vis is not None:` with the option off by default
+            right, op = test.comparators[0], test.ops[0]
+            setting = self.ctx.program.setting(test.left.attr)
+            if setting is None or not isinstance(right, ast.Constant):
+                return False
+            if (isinstance(op, (ast.Gt, ast.NotEq)) and right.value == 0) or (isinstance(
+                    op, ast.GtE) and right.value == 1):
+                return setting.default in (0, False, None)
+            return isinstance(op, ast.IsNot) and right.value is None and setting.default is None
         return isinstance(test, (ast.Name, ast.Attribute)) and self._opt_in(test, st)
 
     def _opt_in(self, test: ast.Name | ast.Attribute, st: State) -> bool:

@@ -474,6 +474,30 @@ class Program(ProgramModules, ProgramReach):
         return False
 
     @query
+    def overrides(self, module: str, cls: str, method: str) -> tuple[tuple[str, str], ...]:
+        """(module, "Class.method") of every subclass of ``cls`` in the program (at any
+        depth) that defines ``method`` itself."""
+        out: list[tuple[str, str]] = []
+        parents = {(module, cls)}
+        for _ in range(4):  # subclasses of subclasses, a few levels down
+            found = set()
+            for key, s in self.modules.items():
+                for name, summary in s.classes.items():
+                    if (key, name) in parents:
+                        continue
+                    for base in summary.bases:
+                        b = self.lookup(key, base)
+                        if b is not None and b.kind == "class" and (b.module, b.name) in parents:
+                            found.add((key, name))
+                            if method in summary.methods:
+                                out.append((key, f"{name}.{method}"))
+                            break
+            if not found - parents:
+                break
+            parents |= found
+        return tuple(sorted(set(out)))
+
+    @query
     def loader_class(self, key: str, dotted: str) -> str | None:
         """What ``dotted`` names in module ``key``, when it is a DataLoader subclass of the
         program: "plain", or "custom" when it iterates its own way (``__iter__`` /

@@ -362,6 +362,9 @@ class Walker:
             rare = ctx.loops.rarity(stmt.test, st) == "rare"
             if rare and st.hot is not None and ctx.loops.has_markers(stmt.body, st, into_loops=False):
                 rare = False  # `if (i + 1) % n_critic == 0:` around G's step: every update
+            if not rare and st.hot is not None and isinstance(stmt.test, ast.Compare) \
+                    and ctx.loops.opt_in(stmt.test, st):
+                rare = True  # `if opt.debug > 0:` with --debug 0 by default: off unless asked
             if st.hot is None and not st.optional and ctx.loops.opt_in(stmt.test, st):
                 # `if use_fsdp_eval:` (a parameter defaulting to False) around a loop
                 self.walk_body(stmt.body, replace(st, optional=True))
@@ -677,7 +680,35 @@ class Walker:
         target = ctx.function_target(call, st)
         if target is None:
             return
-        tctx, fn = target
+        self._follow_into(call, st, *target)
+        for override in self._overrides(call, st, target[1]):
+            self._follow_into(call, st, *override)
+
+    def _overrides(self, call: ast.Call, st: State, fn: FuncDef
+                   ) -> list[tuple[ModuleContext, FuncDef]]:
+        """`self.train_on_batch(batch)` in a base trainer runs the method of the subclass
+        the program instantiates: the program's overrides of the method called on self."""
+        ctx = self.ctx
+        if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "self" and st.func is not None):
+            return []
+        cls = ctx.index.class_of.get(st.func)
+        if cls is None or ctx.index.class_of.get(fn) is not cls:
+            return []
+        out = []
+        for module, qual in ctx.program.overrides(ctx.key, cls.name, call.func.attr):
+            tctx = ctx if module == ctx.key else ctx.analysis.context(module)
+            if tctx is None:
+                continue
+            cname, _, mname = qual.rpartition(".")
+            for f in tctx.index.functions.get(mname, ()):
+                owner = tctx.index.class_of.get(f)
+                if owner is not None and owner.name == cname:
+                    out.append((tctx, f))
+        return out
+
+    def _follow_into(self, call: ast.Call, st: State, tctx: ModuleContext, fn: FuncDef) -> None:
+        ctx = self.ctx
         if fn is st.func:
             return
         env = ctx.values.bind_params(fn, call, st, tctx)
@@ -714,7 +745,7 @@ class Walker:
         where = f"line {line}" if tctx is ctx else f"{ctx.path}:{line}"
         via = st.via or f"(`{fn.name}` is called per batch from {where})"
         sub = State(hot=st.hot, env=env, batch=batch, batch_src=batch_src, via=via,
-                    depth=st.depth + 1, func=fn, no_grad=st.no_grad)
+                    depth=st.depth + 1, func=fn, no_grad=st.no_grad, rare=st.rare)
         tctx.walker.rules = self.rules
         tctx.walker.walk_body(fn.body, sub)
 
