@@ -500,11 +500,12 @@ def test_conv_wrappers_named_convs_and_builders_whose_batchnorm_is_off(tmp_path)
         trunk = backbone([64, 128], 3)
         """, "net.py": """
         import torch.nn as nn
+        import blocks
         from blocks import ConvUnit
-
         post = nn.Sequential(ConvUnit(80, 512, 5), nn.BatchNorm1d(512), nn.Tanh())
         quiet = nn.Sequential(ConvUnit(80, 512, 5, bias=False), nn.BatchNorm1d(512))
         also_quiet = nn.Sequential(ConvUnit(80, 512, 5, False), nn.BatchNorm1d(512))
+        stem = blocks.ConvBNReLU(3, 16, 3)
         """}, select=("LT016",))
     # the wrapper's own bias is on by default; `bias=bias` defaulting to True; not the
     # builder's BatchNorm branch that nothing turns on (`with_bn=False`)

@@ -591,3 +591,43 @@ def test_a_base_trainer_loop_runs_the_subclass_override_per_batch(tmp_path):
     files = {"base.py": BASE_TRAINER, "depth.py": DEPTH_TRAINER, "data.py": DEPTH_DATA}
     got = found(program(tmp_path, files, select=("LT001", "LT008")))
     assert got == {("depth.py", 7, "LT008")}
+
+
+BLOCKS = """
+import torch.nn as nn
+
+
+class Residual(nn.Module):
+    def __init__(self, cin, cout, norm="group"):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, padding=1)
+        if norm == "group":
+            self.norm = nn.GroupNorm(8, cout)
+        elif norm == "batch":
+            self.norm = nn.BatchNorm2d(cout)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 1)
+        self.bn = nn.BatchNorm2d(cout)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+"""
+
+
+def test_batchnorm_on_a_branch_the_default_turns_off_and_an_unused_block(tmp_path):
+    """`elif norm == "batch":` with norm="group" the default is not built unless a caller
+    asks for it; Bottleneck is a block no model of the program builds."""
+    net = "import torch\nfrom blocks import Residual\nnet = Residual(3, 16).cuda()\n"
+    assert found(program(tmp_path, {"blocks.py": BLOCKS, "net.py": net},
+                         select=("LT016",))) == set()
+    # (a model of the same module asking for it: the branch is built)
+    asked = BLOCKS + "\n\ndef stem():\n    return Residual(3, 16, norm=\"batch\")\n"
+    assert found(program(tmp_path / "b", {"blocks.py": asked, "net.py": net},
+                         select=("LT016",))) == {("blocks.py", 7, "LT016")}

@@ -323,6 +323,27 @@ class ModuleContext:
             if trains:
                 self.analysis.uses.add(USE_TRAINS + key)
 
+    def unused_definition(self, node: ast.AST) -> bool:
+        """Is ``node`` inside a top-level class or function of an imported module that no
+        module of the program mentions (another entry point's trainer, a block class no
+        model uses)? Decorated ones may be registered and built by name."""
+        top: ast.AST | None = node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # the cheap way up
+            fn = node
+            while True:
+                cls = self.index.class_of.get(fn)
+                outer = self.index.owner.get(fn)
+                if cls is not None or outer is None:
+                    top = cls if cls is not None else fn
+                    break
+                fn = outer
+        while top is not None and top not in self.index.tree.body:
+            top = self.parents.get(top)
+        if not isinstance(top, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                or top.decorator_list:
+            return False
+        return self.program.unreached(self.key, top.name)
+
     def batch_pinned(self, loader_kind: str | None) -> bool:
         """Do these batches come pinned: from a loader known to pin memory, or (loader
         unknown) from this module's loaders, or the program's when it builds none here?"""

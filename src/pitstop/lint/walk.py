@@ -165,18 +165,7 @@ class Walker:
                     self.walk_body(fn.body, State(env=env, func=fn))
 
     def _unreached(self, fn: FuncDef | None) -> bool:
-        """Is ``fn`` part of a top-level class or function of an imported module that no
-        module of the program mentions? Decorated ones may be registered and run by name."""
-        index = self.ctx.index
-        top: ast.AST | None = None
-        while fn is not None:
-            cls = index.class_of.get(fn)
-            top = cls if cls is not None else fn
-            fn = index.owner.get(cls if cls is not None else fn)
-        if top is None or top not in index.tree.body \
-                or getattr(top, "decorator_list", None):
-            return False
-        return self.ctx.program.unreached(self.ctx.key, top.name)  # type: ignore[attr-defined]
+        return fn is not None and self.ctx.unused_definition(fn)
 
     def _forward_inherited(self, cls: ast.ClassDef | None) -> bool:
         """Does this module class take its forward() from a base the program does not

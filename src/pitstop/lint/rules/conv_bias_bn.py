@@ -47,6 +47,8 @@ def _wrapped_conv_with_bias(ctx: ModuleContext, node: ast.AST) -> bool:
 
 
 def _report_wrapped(ctx: ModuleContext, conv: ast.Call, bn: ast.Call) -> None:
+    if ctx.unused_definition(conv):
+        return
     tail = callee_tail(conv)
     ctx.report(
         CODE, conv,
@@ -62,6 +64,8 @@ def _is_bn(node: ast.AST) -> TypeGuard[ast.Call]:
 
 
 def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.Call, *, fixable: bool = True) -> None:
+    if ctx.unused_definition(conv):
+        return  # a block class that no model of the program builds
     bias = arg_or_kw(conv, 7, "bias")
     if bias is None and has_star_kwargs(conv):
         return
@@ -171,8 +175,19 @@ def _appended(stmt: ast.stmt) -> tuple[str, list[ast.expr]] | None:
 
 
 def _off_unless_asked(ctx: ModuleContext, fn: FuncDef, test: ast.expr) -> bool:
-    """`if batch_norm:` with `batch_norm=False` the builder's default, and no call in this
-    module passing it on: the branch is not built."""
+    """`if batch_norm:` with `batch_norm=False` the builder's default, or `elif norm_fn ==
+    "batch":` with `norm_fn="group"` its default, and no call in this module passing the
+    other value: the branch is not built."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq) \
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant):
+        wanted = test.comparators[0].value
+        default = param_default(fn, test.left.id)
+        if not isinstance(wanted, str) or not isinstance(default, str) or default == wanted:
+            return False
+        owner = ctx.index.class_of.get(fn)
+        callee = owner.name if owner is not None and fn.name == "__init__" else fn.name
+        return all(v is None or (isinstance(v, ast.Constant) and v.value != wanted)
+                   for v in _passed_values(ctx, fn, callee, test.left.id))
     if not isinstance(test, ast.Name) or param_default(fn, test.id) is not False:
         return False
     return all(v is None or (isinstance(v, ast.Constant) and not v.value)
@@ -273,7 +288,7 @@ def check(ctx: ModuleContext) -> None:
                 conv_expr = _previous_assignment(ctx, call, arg.id)
             if isinstance(conv_expr, ast.Call):
                 conv_key = (bn_key[0], dotted(conv_expr.func) or "")
-                if conv_key in convs:
+                if conv_key in convs and not _under_off_branch(ctx, bns[bn_key]):
                     _report(ctx, convs[conv_key], bns[bn_key])
 
 
