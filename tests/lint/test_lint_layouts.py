@@ -7,7 +7,7 @@ from __future__ import annotations
 from lint_helpers import found, program
 
 ENTRY = """
-import _paths
+import _init_paths
 import torch
 from torch.utils.data import DataLoader
 from engine.loop import fit
@@ -42,7 +42,7 @@ def fit(model, frames, opt):
 def test_bare_imports_of_a_sibling_folder_put_on_the_path(tmp_path):
     """`from engine.loop import fit` in tools/run.py means src/engine/loop.py: the loop
     there copies batches of the pinned loader built in the script."""
-    files = {"tools/run.py": ENTRY, "tools/_paths.py": PATHS, "src/engine/loop.py": LOOP,
+    files = {"tools/run.py": ENTRY, "tools/_init_paths.py": PATHS, "src/engine/loop.py": LOOP,
              "src/data/sets.py": "class Frames:\n    pass\n"}
     got = found(program(tmp_path, files, select=("LT008",)))
     assert got == {("loop.py", 3, "LT008"), ("loop.py", 4, "LT008")}
@@ -51,7 +51,7 @@ def test_bare_imports_of_a_sibling_folder_put_on_the_path(tmp_path):
 def test_a_package_beside_the_script_wins_over_a_folder_on_the_path(tmp_path):
     """`from engine.loop import fit` with an `engine/` package beside the script: Python
     imports that one, not src/engine/loop.py (whose loop then is not this program's)."""
-    files = {"tools/run.py": ENTRY, "tools/_paths.py": PATHS, "src/engine/loop.py": LOOP,
+    files = {"tools/run.py": ENTRY, "tools/_init_paths.py": PATHS, "src/engine/loop.py": LOOP,
              "tools/engine/__init__.py": "", "tools/engine/loop.py": "def fit(*a):\n    pass\n",
              "src/data/sets.py": "class Frames:\n    pass\n"}
     run = program(tmp_path, files, select=("LT008",),
@@ -60,33 +60,26 @@ def test_a_package_beside_the_script_wins_over_a_folder_on_the_path(tmp_path):
 
 
 def test_a_name_found_in_two_folders_on_the_path_is_not_guessed(tmp_path):
-    files = {"tools/run.py": ENTRY, "tools/_paths.py": PATHS, "src/engine/loop.py": LOOP,
+    files = {"tools/run.py": ENTRY, "tools/_init_paths.py": PATHS, "src/engine/loop.py": LOOP,
              "lib/engine/loop.py": LOOP.replace("clip.cuda()", "clip.cuda(non_blocking=True)"),
              "src/data/sets.py": "class Frames:\n    pass\n"}
     assert found(program(tmp_path, files, select=("LT008",))) == set()
 
 
 def test_a_package_is_not_a_folder_on_the_path(tmp_path):
-    """`from model import Loss` where only `utils/model.py` exists (utils is a package):
-    not that module."""
-    files = {"train.py": """
-        import torch
-        from model import Loss
-        net = torch.nn.Linear(4, 4).cuda()
-        crit = Loss()
-        for x in range(10):
-            loss = crit(net(torch.randn(2, 4, device="cuda")))
-            loss.backward()
-        """,
-             "utils/__init__.py": "",
-             "utils/model.py": """
-        import torch
-        class Loss(torch.nn.Module):
-            def forward(self, y):
-                return y[y > 0].sum()
-        """}
-    run = program(tmp_path, files, select=("LT001",), only=["train.py", "utils/model.py"])
-    assert ("model.py", 4, "LT001") not in found(run)
+    """`from model import Loss` in a script that extends the path: `utils/model.py` (utils
+    is a package, imported by its own name) is not what it means; `lib/model.py` (lib is
+    a plain folder, the kind put on the path) is."""
+    train = "import _init_paths\nimport torch\nfrom model import Loss\n"
+    loss = "import torch\nclass Loss(torch.nn.Module):\n    pass\n"
+    run = program(tmp_path / "a", {"train.py": train, "utils/__init__.py": "",
+                                   "utils/model.py": loss})
+    key = run.program.key(str(tmp_path / "a" / "train.py"))
+    assert run.program.resolve_module(key, "model", 0) is None
+    run = program(tmp_path / "b", {"train.py": train, "lib/model.py": loss})
+    key = run.program.key(str(tmp_path / "b" / "train.py"))
+    assert run.program.resolve_module(key, "model", 0) == run.program.key(
+        str(tmp_path / "b" / "lib" / "model.py"))
 
 
 LOSSES = """
@@ -631,3 +624,119 @@ def test_batchnorm_on_a_branch_the_default_turns_off_and_an_unused_block(tmp_pat
     asked = BLOCKS + "\n\ndef stem():\n    return Residual(3, 16, norm=\"batch\")\n"
     assert found(program(tmp_path / "b", {"blocks.py": asked, "net.py": net},
                          select=("LT016",))) == {("blocks.py", 7, "LT016")}
+
+
+# ---- cases a reviewer found against the first version of the rules above
+
+WARMUP = """
+import argparse
+import torch
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--warmup_epochs", type=int, default=0)
+args = ap.parse_args()
+net = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+if args.warmup_epochs > 0:
+    for epoch in range(args.warmup_epochs):
+        for x in loader:
+            loss = net(x.cuda()).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            print(loss.item())
+"""
+
+
+def test_a_whole_loop_under_an_option_that_is_0_by_default_is_still_linted(tmp_path):
+    assert found(program(tmp_path, {"w.py": WARMUP}, select=("LT001",))) == {("w.py", 16, "LT001")}
+
+
+EVAL_CASES = """
+import torch
+
+
+def attack(model, loader, eps):
+    model.eval()
+    for x, y in loader:
+        x = x.cuda().requires_grad_(True)
+        loss = torch.nn.functional.cross_entropy(model(x), y.cuda())
+        grad, = torch.autograd.grad(loss, x)
+        print((x + eps * grad.sign()).shape)
+
+
+def score(model, chunks):
+    model.eval()
+    for chunk in chunks:
+        for x in chunk:
+            print(model(x))
+
+
+net = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for epoch in range(3):
+    for x in train_loader:
+        loss = net(x.cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    attack(net, val_loader, 0.03)
+    score(net, CHUNKS)
+"""
+
+
+def test_no_grad_advice_skips_loops_that_need_gradients_and_reports_a_nest_once(tmp_path):
+    """An adversarial attack takes gradients after `model.eval()`: no_grad would break
+    it. A nest of loops running the model is one evaluation loop."""
+    assert found(program(tmp_path, {"e.py": EVAL_CASES}, select=("LT013",))) == {
+        ("e.py", 15, "LT013")}
+
+
+def test_the_sum_of_sizes_of_gpu_tensors_is_a_host_number(tmp_path):
+    src = """
+        import torch
+        net = torch.nn.Linear(4, 4).cuda()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        seen = 0
+        for xs in loader:
+            xs = [x.cuda() for x in xs]
+            loss = sum(net(x).sum() for x in xs)
+            seen += sum(x.size(0) for x in xs)
+            if seen > 1000:
+                seen = 0
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """
+    assert found(program(tmp_path, {"s.py": src}, select=("LT001",))) == set()
+
+
+def test_dataparallel_in_an_export_script_beside_the_training_script(tmp_path):
+    files = {"train.py": SR_TRAIN,
+             "export.py": "import torch\nnet = torch.nn.DataParallel(torch.nn.Linear(4, 4))\n"
+                          "net.load_state_dict(torch.load('w.pt'))\n"
+                          "torch.onnx.export(net.module, torch.zeros(1, 4), 'm.onnx')\n"}
+    assert found(program(tmp_path, files, select=("LT015",))) == set()
+
+
+def test_a_dataparallel_subclass_imported_into_a_helper_module(tmp_path):
+    """The helper asks only whether the name is such a class: the answer must bring the
+    second look (the first pass sees the helper alone)."""
+    files = {"parallel.py": "import torch\n\nclass SplitDataParallel(torch.nn.DataParallel):\n"
+                            "    pass\n",
+             "helper.py": "from parallel import SplitDataParallel\n\n\ndef wrap(net):\n"
+                          "    return SplitDataParallel(net)\n",
+             "train.py": "import torch\nfrom helper import wrap\nnet = wrap(torch.nn.Linear(4, 4).cuda())\n"
+                         "opt = torch.optim.SGD(net.parameters(), lr=0.1)\nfor x in loader:\n"
+                         "    loss = net(x.cuda()).sum()\n    opt.zero_grad()\n    loss.backward()\n"
+                         "    opt.step()\n"}
+    assert found(program(tmp_path, files, select=("LT015",))) == {("helper.py", 5, "LT015")}
+
+
+def test_a_dataset_calling_a_helper_of_the_program_is_costly(tmp_path):
+    src = SLICES.replace("        start = torch.randint(0, self.data.size(0) - self.seq_len - 1, (1,))\n"
+                         "        return self.data[start: start + self.seq_len + 1].long()",
+                         "        return fbank(self.data[i])")
+    got = found(program(tmp_path, {"lm.py": src, "feats.py": "def fbank(x):\n    return x\n"},
+                        select=("LT002",)))
+    assert ("lm.py", 33, "LT002") in got

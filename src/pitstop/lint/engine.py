@@ -671,7 +671,9 @@ def program_facts(program: Program, key: str, uses: set[str] | frozenset[str],
     for prefix, name in ((USE_GPU_ANY, "loader_gpu_any"), (USE_TRAIN, "train_program")):
         if any(prefix + m in uses for m in members):
             facts.add(name)
+    summary = program.summary(key)
     if "train_program" not in facts and not any(USE_LOOP + m in uses for m in members) \
+            and summary is not None and not summary.script \
             and any(u.startswith(USE_TRAIN) for u in uses):
         # no loop runs with this module that the imports show (they pass through files
         # left out of the run: a model factory): the linted files train, as one program

@@ -387,18 +387,23 @@ class LoopModel:
         """Is ``test`` a flag that is off unless asked for (also `if a and flag:`)?"""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return any(self.opt_in(v, st) for v in test.values)
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 \
-                and isinstance(test.left, ast.Attribute) and options_owner(test.left.value):
-            # `if opt.debug > 0:`, `if args.vis is not None:` with the option off by default
-            right, op = test.comparators[0], test.ops[0]
-            setting = self.ctx.program.setting(test.left.attr)
-            if setting is None or not isinstance(right, ast.Constant):
-                return False
-            if (isinstance(op, (ast.Gt, ast.NotEq)) and right.value == 0) or (isinstance(
-                    op, ast.GtE) and right.value == 1):
-                return setting.default in (0, False, None)
-            return isinstance(op, ast.IsNot) and right.value is None and setting.default is None
         return isinstance(test, (ast.Name, ast.Attribute)) and self._opt_in(test, st)
+
+    def off_by_default_level(self, test: ast.AST) -> bool:
+        """`if opt.debug > 0:` (or `!= 0`, `>= 1`) with the option 0 by default: a level of
+        extra work (visualisation, checks) that the user turns on. Only for code inside a
+        hot loop: a whole loop under such a test (`if args.warmup_epochs > 0:`) still runs
+        whenever the user asks, and is linted as a loop."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.left, ast.Attribute) and options_owner(test.left.value)):
+            return False
+        right, op = test.comparators[0], test.ops[0]
+        setting = self.ctx.program.setting(test.left.attr)
+        if setting is None or not isinstance(right, ast.Constant):
+            return False
+        levels = (isinstance(op, (ast.Gt, ast.NotEq)) and right.value == 0) or (
+            isinstance(op, ast.GtE) and right.value == 1)
+        return levels and setting.default in (0, False)
 
     def _opt_in(self, test: ast.Name | ast.Attribute, st: State) -> bool:
         """A flag that is off unless the user asks: an option or config field defaulting

@@ -474,6 +474,19 @@ class Program(ProgramModules, ProgramReach):
         return False
 
     @query
+    def names_class(self, key: str, dotted: str, what: str) -> bool:
+        """Does ``dotted`` in module ``key`` name a class that :meth:`class_is` ``what``?
+        (One question with a yes/no answer: a name merely resolved changes no finding, so
+        the second look would not ask again.)"""
+        sym = self.lookup(key, dotted)
+        return sym is not None and sym.kind == "class" and self.class_is(sym.module, sym.name, what)
+
+    @query
+    def defines(self, key: str, dotted: str) -> bool:
+        """Does ``dotted`` (`Class.method`) resolve in module ``key``, bases included?"""
+        return self.lookup(key, dotted) is not None
+
+    @query
     def overrides(self, module: str, cls: str, method: str) -> tuple[tuple[str, str], ...]:
         """(module, "Class.method") of every subclass of ``cls`` in the program (at any
         depth) that defines ``method`` itself."""

@@ -111,6 +111,12 @@ class ProgramModules:
         imported by its own name); none when several folders could mean it."""
         if module.split(".", 1)[0] not in self._names_in_tree():
             return None
+        if "." not in module and _installed(module) and not any(
+                s.adds_to_path for s in self.modules.values()):
+            # `import datasets` with Hugging Face's installed: that one, unless the program
+            # itself puts its folders first on the path (a launch script's PYTHONPATH
+            # cannot be seen: names nothing installed has count as the program's)
+            return None
         rel = module.replace(".", os.sep)
         up = here
         for _ in range(5):
@@ -143,10 +149,12 @@ class ProgramModules:
 
     def _on_disk(self, key: str, module: str) -> bool:
         """Does the top name of ``module`` exist beside ``key`` (a module, or a package
-        folder whose ``__init__.py`` is not linted)? Then Python imports that one."""
+        whose ``__init__.py`` is not linted)? Then Python imports that one. (A folder
+        without ``__init__.py`` may be mere data, or a namespace package that the folders
+        on the path come before.)"""
         head = module.split(".", 1)[0]
         base = os.path.join(os.path.dirname(key), head)
-        return os.path.isdir(base) or os.path.isfile(base + ".py")
+        return os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py"))
 
     def _child_folders(self) -> dict[str, list[str]]:
         """Each folder above a linted module -> its sub-folders that hold linted code."""
@@ -191,6 +199,24 @@ class ProgramModules:
                 folders.setdefault(os.path.dirname(m), []).append(m)
             self._folders = folders
         return self._folders
+
+
+_INSTALLED: dict[str, bool] = {}
+
+
+def _installed(name: str) -> bool:
+    """Is ``name`` a module of the standard library or of an installed package here?"""
+    found = _INSTALLED.get(name)
+    if found is None:
+        import importlib.util
+        import sys
+
+        try:
+            found = name in sys.stdlib_module_names or importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        _INSTALLED[name] = found
+    return found
 
 
 _INITS: dict[str, bool] = {}

@@ -114,22 +114,29 @@ class ProgramReach:
         entry point, or linted on its own: all of it counts.)"""
         if key not in self.modules or not self.importers_of(key):
             return False
-        mentioned, dynamic = self._mentioned()
+        mentioned, dynamic, starred = self._mentioned()
         stem = os.path.splitext(os.path.basename(key))[0]
         folder = os.path.basename(os.path.dirname(key))
-        return not (name in mentioned or stem in dynamic or folder in dynamic
+        return not (name in mentioned or stem in dynamic or folder in dynamic or key in starred
                     or "globals" in dynamic or "import_module" in dynamic)
 
-    def _mentioned(self) -> tuple[set[str], set[str]]:
-        """What the program's modules mention, and where they look names up by value."""
+    def _mentioned(self) -> tuple[set[str], set[str], set[str]]:
+        """What the program's modules mention, where they look names up by value, and the
+        modules they star-import (`from models import *` then `eval(args.arch)`)."""
         found = self._memo.get(("mentioned",))
         if found is None:
             mentioned: set[str] = set()
             dynamic: set[str] = set()
-            for s in self.modules.values():
+            starred: set[str] = set()
+            for key, s in self.modules.items():
                 mentioned.update(s.mentions.split())
                 dynamic.update(s.dynamic)
-            found = self._memo[("mentioned",)] = (mentioned, dynamic)
+                for imp in s.imports:
+                    if imp.local == "*":
+                        target = self.resolve_module(key, imp.module, imp.level)
+                        if target is not None:
+                            starred.add(target)
+            found = self._memo[("mentioned",)] = (mentioned, dynamic, starred)
         return found
 
     def program_of(self, key: str) -> set[str]:

@@ -44,6 +44,7 @@ from pitstop.lint.astutil import (
     LOADERISH_RE,
     callee_tail,
     dotted,
+    is_main_guard,
     kwarg,
     param_default,
     qualname,
@@ -143,6 +144,10 @@ class ModuleSummary:
     mentions: str = ""
     # modules it reaches by names chosen at run time (`getattr(models, args.arch)`)
     dynamic: frozenset[str] = frozenset()
+    # runs something when started (statements at the top, a `__main__` block): a script
+    script: bool = False
+    # puts folders on the import path (`sys.path.insert(0, "../lib")`, `import _init_paths`)
+    adds_to_path: bool = False
 
 
 CONV_TAILS = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
@@ -518,12 +523,20 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
         s.loaders[lid] = LoaderSummary(lid, call.func.lineno, _pins(index, call))
     s.callsites = tuple(_callsites(index, d))
     s.mentions, s.dynamic = _mentions(index)
+    text = index.text
+    s.adds_to_path = any(h in text for h in PATH_HINTS) if text else False
+    s.script = any(isinstance(stmt, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith))
+                   or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call))
+                   or is_main_guard(stmt) for stmt in index.tree.body)
     return s
 
 
+PATH_HINTS = ("sys.path.insert", "sys.path.append", "sys.path.extend", "sys.path +=",
+              "addsitedir", "_init_paths", "_init_path")
 IDENT_RE = re.compile(r"[A-Za-z_]\w*")
-GETATTR_RE = re.compile(r"getattr\(\s*+([A-Za-z_][\w.]*+)\s*+,\s*+(?!['\"])")
-DICT_RE = re.compile(r"([A-Za-z_][\w.]*+)$")
+GETATTR_RE = re.compile(r"getattr\(\s*([A-Za-z_][\w.]*)\s*,\s*(?=[^'\"\s])")
+DICT_RE = re.compile(r"([A-Za-z_][\w.]*)$")
+ANY_EVAL_RE = re.compile(r"(?<![\w.])(?:eval|exec)\(")
 
 
 def _mentions(index: ModuleIndex) -> tuple[str, frozenset[str]]:
@@ -547,8 +560,9 @@ def _mentions(index: ModuleIndex) -> tuple[str, frozenset[str]]:
         if m is not None:
             dynamic.add(m.group(1).rsplit(".", 1)[-1])
         at = text.find(".__dict__[", at + 1)
-    if "globals()[" in text:
-        dynamic.add("globals")
+    if "globals()" in text or "sys.modules[" in text or "locals()[" in text \
+            or ANY_EVAL_RE.search(text):
+        dynamic.add("globals")  # any name of any module may be the one picked
     if "import_module(" in text:
         dynamic.add("import_module")
     return mentions, frozenset(dynamic)
@@ -650,6 +664,13 @@ LOADING_LIBS = ("PIL.", "cv2.", "librosa.", "torchaudio.", "soundfile.", "imagei
                 "torchvision.io.", "decord.", "av.", "scipy.io.", "pandas.read")
 
 
+CHEAP_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "list", "tuple", "dict", "set",
+                            "range", "min", "max", "abs", "round", "zip", "enumerate", "sorted",
+                            "isinstance", "getattr", "hasattr", "slice", "sum", "any", "all",
+                            "reversed", "map", "iter", "next", "super", "type"})
+CHEAP_LIBS = ("torch.", "numpy.", "math.", "random.", "builtins.")
+
+
 def _item_nodes(index: ModuleIndex, cls: ast.ClassDef, getitem: FuncDef | None) -> list[ast.AST]:
     """The nodes of __getitem__ and of the methods of the class it calls (`self._load(i)`)."""
     if getitem is None:
@@ -682,7 +703,15 @@ def _loads(call: ast.Call, index: ModuleIndex, cls: ast.ClassDef) -> bool:
             isinstance(func, ast.Attribute) and LOADING_RE.search(dotted(func.value) or "")):
         return True
     qn = qualname(func, index.aliases) or ""
-    return qn.startswith(LOADING_LIBS) or name == "open"
+    if qn.startswith(LOADING_LIBS) or name == "open":
+        return True
+    if isinstance(func, ast.Name):
+        # a helper of the program or of a package (`compute_fbank(path)`): costly unless
+        # a builtin or a torch / NumPy constructor
+        return func.id not in CHEAP_BUILTINS and not qn.startswith(CHEAP_LIBS)
+    # `self.aug(image=x)`: a callable object the dataset holds (a transform)
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+        and func.value.id == "self"
 
 
 def _cheap_method(call: ast.Call) -> bool:

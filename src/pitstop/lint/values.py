@@ -707,8 +707,12 @@ class ValueModel:
         """Are these GPU tensors to add up: a list GPU tensors were appended to, the values
         of a dict of GPU losses, a comprehension over GPU values?"""
         if isinstance(items, (ast.GeneratorExp, ast.ListComp)):
-            return self.kind(items.elt, st) == GPU or any(
-                self.kind(g.iter, st) in (GPU, GPU_LIST) for g in items.generators)
+            # `sum(l for l in losses)`: the items themselves; `sum(x.size(0) for x in xs)`
+            # adds host integers
+            return self.kind(items.elt, st) == GPU or (
+                isinstance(items.elt, ast.Name) and any(
+                    isinstance(g.target, ast.Name) and g.target.id == items.elt.id
+                    and self.kind(g.iter, st) in (GPU, GPU_LIST) for g in items.generators))
         if isinstance(items, ast.Call) and callee_tail(items) == "values" \
                 and isinstance(items.func, ast.Attribute):
             return self.kind(items.func.value, st) == GPU

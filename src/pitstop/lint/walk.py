@@ -173,7 +173,7 @@ class Walker:
         if cls is None or any(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
                               and b.name == "forward" for b in cls.body):
             return False
-        return self.ctx.program.lookup(self.ctx.key, f"{cls.name}.forward") is None
+        return not self.ctx.program.defines(self.ctx.key, f"{cls.name}.forward")
 
     def _framework_loops(self) -> set[FuncDef]:
         """Training loops run by a framework: ``create_supervised_trainer(...)`` (a loop
@@ -351,8 +351,8 @@ class Walker:
             rare = ctx.loops.rarity(stmt.test, st) == "rare"
             if rare and st.hot is not None and ctx.loops.has_markers(stmt.body, st, into_loops=False):
                 rare = False  # `if (i + 1) % n_critic == 0:` around G's step: every update
-            if not rare and st.hot is not None and isinstance(stmt.test, ast.Compare) \
-                    and ctx.loops.opt_in(stmt.test, st):
+            if not rare and st.hot is not None and ctx.loops.off_by_default_level(stmt.test) \
+                    and not ctx.loops.has_markers(stmt.body, st, into_loops=False):
                 rare = True  # `if opt.debug > 0:` with --debug 0 by default: off unless asked
             if st.hot is None and not st.optional and ctx.loops.opt_in(stmt.test, st):
                 # `if use_fsdp_eval:` (a parameter defaulting to False) around a loop

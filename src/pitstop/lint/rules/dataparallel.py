@@ -45,6 +45,4 @@ def check(ctx: ModuleContext) -> None:
 
 def _subclass(ctx: ModuleContext, call: ast.Call) -> bool:
     """`BalancedDataParallel(model)`: a class of the program built on nn.DataParallel."""
-    sym = ctx.program.lookup(ctx.key, dotted(call.func) or "")
-    return sym is not None and sym.kind == "class" and ctx.program.class_is(
-        sym.module, sym.name, "dataparallel")
+    return ctx.program.names_class(ctx.key, dotted(call.func) or "", "dataparallel")

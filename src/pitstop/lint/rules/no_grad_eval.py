@@ -12,6 +12,9 @@ CODE = "LT013"
 EVAL_NAME_RE = re.compile(r"eval|valid|val_|_val|test|infer|predict|score|metric|bench",
                           re.IGNORECASE)
 GRAD_OFF = frozenset({"no_grad", "inference_mode"})
+# calls that train or need gradients: a loop holding one is no evaluation loop
+GRAD_USERS = frozenset({"backward", "step", "train", "grad", "requires_grad_", "enable_grad",
+                        "set_grad_enabled"})
 
 
 def _grad_off_call(node: ast.AST) -> bool:
@@ -38,6 +41,13 @@ def _under_no_grad(ctx: ModuleContext, node: ast.AST,
     return False
 
 
+def _needs_grad(loop: ast.AST) -> bool:
+    """Does the loop train, or take gradients itself (an adversarial attack, saliency)?"""
+    return any((isinstance(n, ast.Call) and callee_tail(n) in GRAD_USERS)
+               or (isinstance(n, ast.Attribute) and n.attr == "requires_grad")
+               for n in ast.walk(loop))
+
+
 def _model_loops(ctx: ModuleContext) -> list[ast.For | ast.While]:
     """Loops after `model.eval()` in the same function that run that model and train
     nothing (`for u in users: model.predict(...)`, `for x, y in zip(xs, ys): model(x)`):
@@ -54,13 +64,15 @@ def _model_loops(ctx: ModuleContext) -> list[ast.For | ast.While]:
             if not isinstance(loop, (ast.For, ast.While)) or loop.lineno <= call.lineno:
                 continue
             calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
-            if any(callee_tail(n) in {"backward", "step", "train"} for n in calls):
+            if _needs_grad(loop):
                 continue
             if any((dotted(n.func) or "") == model or (dotted(n.func) or "").startswith(
                     (f"{model}.predict", f"{model}.forward", f"{model}.inference"))
                    for n in calls):
                 out.append(loop)
-    return out
+    # one finding per loop nest: the outermost loop of it
+    inner = {id(n) for loop in out for n in ast.walk(loop) if n is not loop}
+    return [loop for loop in out if id(loop) not in inner]
 
 
 Loop = ast.For | ast.AsyncFor | ast.While
@@ -73,9 +85,11 @@ def check(ctx: ModuleContext) -> None:
         if hot.kind == "eval" and isinstance(hot.node, (ast.For, ast.AsyncFor))]
     if ctx.has_train_loop or ctx.hot_loops:
         hot_nodes = {hot.node for hot in ctx.hot_loops}
-        todo += [(loop, loop.lineno, True) for loop in _model_loops(ctx) if loop not in hot_nodes]
+        in_hot = {id(n) for hot in ctx.hot_loops for n in ast.walk(hot.node)}
+        todo += [(loop, loop.lineno, True) for loop in _model_loops(ctx)
+                 if loop not in hot_nodes and id(loop) not in in_hot]
     for loop, line, after_eval in todo:
-        if _under_no_grad(ctx, loop):
+        if _under_no_grad(ctx, loop) or _needs_grad(loop):
             continue
         func = ctx.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
         scope = func.body if func is not None else ctx.tree.body  # type: ignore[attr-defined]
