@@ -492,23 +492,33 @@ class Program(ProgramModules, ProgramReach):
         depth) that defines ``method`` itself."""
         out: list[tuple[str, str]] = []
         parents = {(module, cls)}
-        for _ in range(4):  # subclasses of subclasses, a few levels down
-            found = set()
+        todo = [(module, cls)]
+        by_base = self._classes_by_base()
+        while todo and len(parents) < 64:  # subclasses of subclasses
+            pm, pc = todo.pop()
+            for key, name, base in by_base.get(pc, ()):
+                if (key, name) in parents:
+                    continue
+                b = self.lookup(key, base)
+                if b is None or b.kind != "class" or (b.module, b.name) != (pm, pc):
+                    continue
+                parents.add((key, name))
+                todo.append((key, name))
+                if method in self.modules[key].classes[name].methods:
+                    out.append((key, f"{name}.{method}"))
+        return tuple(sorted(set(out)))
+
+    def _classes_by_base(self) -> dict[str, list[tuple[str, str, str]]]:
+        """Last name of a base -> (module, class, base as written) of the classes on it."""
+        found = self._memo.get(("classes_by_base",))
+        if found is None:
+            found = {}
             for key, s in self.modules.items():
                 for name, summary in s.classes.items():
-                    if (key, name) in parents:
-                        continue
                     for base in summary.bases:
-                        b = self.lookup(key, base)
-                        if b is not None and b.kind == "class" and (b.module, b.name) in parents:
-                            found.add((key, name))
-                            if method in summary.methods:
-                                out.append((key, f"{name}.{method}"))
-                            break
-            if not found - parents:
-                break
-            parents |= found
-        return tuple(sorted(set(out)))
+                        found.setdefault(base.rsplit(".", 1)[-1], []).append((key, name, base))
+            self._memo[("classes_by_base",)] = found
+        return found
 
     @query
     def loader_class(self, key: str, dotted: str) -> str | None:

@@ -560,8 +560,8 @@ def _mentions(index: ModuleIndex) -> tuple[str, frozenset[str]]:
         if m is not None:
             dynamic.add(m.group(1).rsplit(".", 1)[-1])
         at = text.find(".__dict__[", at + 1)
-    if "globals()" in text or "sys.modules[" in text or "locals()[" in text \
-            or ANY_EVAL_RE.search(text):
+    if "globals()" in text or "sys.modules[" in text or "locals()[" in text or (
+            ("eval(" in text or "exec(" in text) and ANY_EVAL_RE.search(text)):
         dynamic.add("globals")  # any name of any module may be the one picked
     if "import_module(" in text:
         dynamic.add("import_module")
