@@ -234,3 +234,8 @@ def is_main_guard(stmt: ast.stmt) -> bool:
     return isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) \
         and t.left.id == "__name__" and len(t.comparators) == 1 \
         and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value == "__main__"
+
+
+# A class with one of these iterates its own way (a prefetcher, a loader that keeps its
+# workers, an infinite sampler).
+ITERATION_METHODS = frozenset({"__iter__", "__next__"})

@@ -245,10 +245,16 @@ class ModuleContext:
             return None
         if sym.kind != "func":
             return None
-        tctx = self if sym.module == self.key else self.analysis.context(sym.module)
+        return self.function_named(sym.module, sym.name)
+
+    def function_named(self, module: str, qualname: str
+                       ) -> tuple[ModuleContext, FuncDef] | None:
+        """The def of ``qualname`` (`fn` or `Class.method`) in the program's module
+        ``module``, with that module's context (opened if needed)."""
+        tctx = self if module == self.key else self.analysis.context(module)
         if tctx is None:
             return None
-        cls_name, _, fname = sym.name.rpartition(".")
+        cls_name, _, fname = qualname.rpartition(".")
         for fn in tctx.index.functions.get(fname, ()):
             owner = tctx.index.class_of.get(fn)
             if (owner.name if owner is not None else "") == cls_name:

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pitstop.lint.astutil import callee_tail, dotted, kwarg, last_name, qualname
+from pitstop.lint.astutil import ITERATION_METHODS, callee_tail, dotted, kwarg, last_name, qualname
 from pitstop.lint.index import FUNCS, LOOPS, FuncDef, ModuleIndex
 
 ABSENT = "absent"  # the argument is not passed on this path (the DataLoader default)
@@ -70,7 +70,7 @@ def loader_subclass(index: ModuleIndex, call: ast.Call) -> str | None:
         if not any((last_name(b) or "").endswith("DataLoader") for b in cls.bases):
             return None
         own = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        return "custom" if own & {"__iter__", "__next__"} else "plain"
+        return "custom" if own & ITERATION_METHODS else "plain"
     qn = qualname(call.func, index.aliases) or ""
     if tail in index.functions or qn.startswith(("torch.", "torchdata.")) or qn == tail:
         return None

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pitstop.lint.astutil import DATAMODULE_LOADERS, LOADERISH_RE
+from pitstop.lint.astutil import DATAMODULE_LOADERS, ITERATION_METHODS, LOADERISH_RE
 from pitstop.lint.program_answers import (
     Origin,
     Resolved,
@@ -530,13 +530,13 @@ class Program(ProgramModules, ProgramReach):
             return None
         summary = self.klass(sym.module, sym.name)
         own = set(summary.methods) if summary is not None else set()
-        return "custom" if own & {"__iter__", "__next__"} else "plain"
+        return "custom" if own & ITERATION_METHODS else "plain"
 
     @query
     def class_iterates_batches(self, module: str, cls: str) -> bool:
         """A prefetcher or loader wrapper: iterable, holding a loader."""
         summary = self.klass(module, cls)
-        if summary is None or not ({"__iter__", "__next__"} & set(summary.methods)):
+        if summary is None or not (ITERATION_METHODS & set(summary.methods)):
             return False
         for key, d in summary.attrs.items():
             r = self.resolve(module, d)
@@ -546,7 +546,7 @@ class Program(ProgramModules, ProgramReach):
                 return True
         s = self.modules.get(module)
         if s is not None:
-            for m in ("__iter__", "__next__"):
+            for m in sorted(ITERATION_METHODS):
                 f = s.functions.get(f"{cls}.{m}")
                 if f is not None and any(
                         (r := self.resolve(module, y)) is not None and r.kind in {"loader", "batches"}

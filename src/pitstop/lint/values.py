@@ -16,6 +16,7 @@ import re
 from typing import TYPE_CHECKING
 
 from pitstop.lint.astutil import (
+    ITERATION_METHODS,
     LOSS_RE,
     MODEL_EXACT,
     MODEL_RE,
@@ -455,7 +456,7 @@ class ValueModel:
         if sym.kind != "class":
             return None
         summary = self.ctx.program.klass(sym.module, sym.name)
-        if summary is not None and {"__iter__", "__next__"} & set(summary.methods):
+        if summary is not None and ITERATION_METHODS & set(summary.methods):
             return first
         return None
 

@@ -164,9 +164,6 @@ class Walker:
                 else:
                     self.walk_body(fn.body, State(env=env, func=fn))
 
-    def _unreached(self, fn: FuncDef | None) -> bool:
-        return fn is not None and self.ctx.unused_definition(fn)
-
     def _forward_inherited(self, cls: ast.ClassDef | None) -> bool:
         """Does this module class take its forward() from a base the program does not
         show (timm's VisionTransformer, a torchvision model)?"""
@@ -479,7 +476,8 @@ class Walker:
     def _walk_loop(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> None:
         ctx = self.ctx
         kind = ctx.loops.classify(loop, st) if not st.optional else None
-        if kind is not None and st.hot is None and self._unreached(st.func):
+        if kind is not None and st.hot is None and st.func is not None \
+                and ctx.unused_definition(st.func):
             kind = None  # a trainer class of the module that this program never uses
         inner = st
         if kind is not None and (st.hot is None or st.rare):
@@ -684,17 +682,8 @@ class Walker:
         cls = ctx.index.class_of.get(st.func)
         if cls is None or ctx.index.class_of.get(fn) is not cls:
             return []
-        out = []
-        for module, qual in ctx.program.overrides(ctx.key, cls.name, call.func.attr):
-            tctx = ctx if module == ctx.key else ctx.analysis.context(module)
-            if tctx is None:
-                continue
-            cname, _, mname = qual.rpartition(".")
-            for f in tctx.index.functions.get(mname, ()):
-                owner = tctx.index.class_of.get(f)
-                if owner is not None and owner.name == cname:
-                    out.append((tctx, f))
-        return out
+        return [found for module, qual in ctx.program.overrides(ctx.key, cls.name, call.func.attr)
+                if (found := ctx.function_named(module, qual)) is not None]
 
     def _follow_into(self, call: ast.Call, st: State, tctx: ModuleContext, fn: FuncDef) -> None:
         ctx = self.ctx

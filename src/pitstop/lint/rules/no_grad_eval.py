@@ -63,9 +63,9 @@ def _model_loops(ctx: ModuleContext) -> list[ast.For | ast.While]:
         for loop in ast.walk(func):
             if not isinstance(loop, (ast.For, ast.While)) or loop.lineno <= call.lineno:
                 continue
-            calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
             if _needs_grad(loop):
                 continue
+            calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
             if any((dotted(n.func) or "") == model or (dotted(n.func) or "").startswith(
                     (f"{model}.predict", f"{model}.forward", f"{model}.inference"))
                    for n in calls):
