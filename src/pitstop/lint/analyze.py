@@ -144,7 +144,10 @@ def analyze(ctx: ModuleContext) -> None:
         ctx.run(hot)
     if ctx.has_train_loop:
         ctx.analysis.uses.add(USE_TRAIN + ctx.key)
-    if ctx.hot_loops:
+    if any(hot.kind != "eval" or not _method_of_a_class(ctx, hot.node)
+           for hot in ctx.hot_loops):
+        # (a model class's own validation method is no entry point of the run: the class is
+        # built for training elsewhere)
         ctx.analysis.uses.add(USE_LOOP + ctx.key)
     for code, check in MODULE_RULES:
         if wanted(code):
@@ -186,3 +189,9 @@ def apply_noqa(findings: list[LintFinding], lines: list[str]) -> list[LintFindin
         if codes is None or (codes and f.code not in codes):
             out.append(f)
     return out
+
+
+def _method_of_a_class(ctx: ModuleContext, node: ast.AST) -> bool:
+    """Is ``node`` inside a method (a function defined in a class)?"""
+    fn = ctx.index.enclosing_function(node)
+    return fn is not None and fn in ctx.index.class_of

@@ -90,6 +90,7 @@ class LoopModel:
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
         self._step_memo: dict[ast.Call, bool] = {}
+        self._runs_model_memo: dict[ast.AST, bool] = {}
 
     # ------------------------------------------------------------------ steps
     def call_steps(self, call: ast.Call, st: State) -> bool:
@@ -218,11 +219,45 @@ class LoopModel:
                     return False
                 if self.call_steps(node, st):
                     return False
-                if not calls_model and ctx.values.is_model_callee(node.func, st) and tail not in {
-                        "parameters", "train", "eval", "state_dict", "to", "cuda", "zero_grad",
-                        "named_parameters", "apply", "register_forward_hook"}:
+                if not calls_model and ctx.values.is_model_callee(node.func, st) \
+                        and tail not in MODEL_HOUSEKEEPING:
                     calls_model = True
+        if not calls_model and st.func is not None:  # a module's loop over its own methods
+            cls = ctx.index.class_of.get(st.func)
+            if cls is not None and ctx.values.is_model_callee(ast.Name(id="self"), st):
+                calls_model = any(
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"
+                    and node.func.attr not in MODEL_HOUSEKEEPING
+                    and ctx.index.method(cls, node.func.attr) is not None
+                    for node in iter_shallow(body, into_loops=False))
+        if not calls_model:  # `pred, true = self._process_one_batch(...)` runs `self.model`
+            calls_model = any(isinstance(node, ast.Call) and self._helper_runs_model(node, st)
+                              for node in iter_shallow(body, into_loops=False))
         return calls_model
+
+    def _helper_runs_model(self, call: ast.Call, st: State, depth: int = 0) -> bool:
+        """Is ``call`` a function of the program whose body calls a model (itself, or
+        through helpers of its own, three calls deep: `self.correct(x)` ->
+        `self.set_forward(x)` -> `self.feature(x)`)?"""
+        from pitstop.lint.walk import State
+
+        target = self.ctx.function_target(call, st)
+        if target is None:
+            return False
+        tctx, fn = target
+        memo = self._runs_model_memo
+        if fn in memo:
+            return memo[fn]
+        memo[fn] = False  # recursion
+        inner = State(func=fn)
+        calls = [n for stmt in fn.body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
+        found = any(tctx.values.is_model_callee(n.func, inner)
+                    and callee_tail(n) not in MODEL_HOUSEKEEPING for n in calls) or (
+            depth < 2 and any(tctx.loops._helper_runs_model(n, inner, depth + 1)
+                              for n in calls))
+        memo[fn] = found
+        return found
 
     def could_have_hot_loops(self) -> bool:
         """A cheap test before the walk: a loop can only be hot if something steps, a loop
@@ -412,6 +447,9 @@ class LoopModel:
         if isinstance(test, ast.Attribute) and options_owner(test.value):
             setting = ctx.program.setting(test.attr)
             return setting is not None and setting.default in (False, None, 0)
+        if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) \
+                and test.value.id == "self" and st.func is not None:
+            return self._opt_in_attribute(test.attr, st.func)
         if isinstance(test, ast.Name):
             if st.func is not None and param_default(st.func, test.id) is False:
                 return True
@@ -421,6 +459,41 @@ class LoopModel:
                     and options_owner(assigns[0].value.value):
                 return self._opt_in(assigns[0].value, st)
         return False
+
+
+    def _opt_in_attribute(self, attr: str, method: ast.FunctionDef | ast.AsyncFunctionDef
+                          ) -> bool:
+        """`if self.variational:` where `__init__(self, ..., variational=False)` stores
+        `self.variational = variational` and no call in the module passes the keyword
+        a value other than False/None: off unless the user builds the object with it."""
+        index = self.ctx.index
+        cls = index.class_of.get(method)
+        init = index.method(cls, "__init__") if cls is not None else None
+        if init is None:
+            return False
+        for stmt in ast.walk(init):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Attribute)
+                    and stmt.targets[0].attr == attr):
+                continue
+            if isinstance(stmt.value, ast.Name):
+                param = stmt.value.id
+                if param_default(init, param) is not False:
+                    return False
+                return re.search(rf"\b{param}\s*=\s*(?![\s=]|False\b|None\b|{param}\b)",
+                                 self.ctx.text) is None
+            if isinstance(stmt.value, ast.Constant) and stmt.value.value is False:
+                # `self.binaryCE = False` (set by whoever builds the model, when asked)
+                return re.search(rf"\.{attr}\s*=\s*(?![\s=]|False\b|None\b)",
+                                 self.ctx.text) is None
+            return False
+        return False
+
+
+# methods of a model that do not run it
+MODEL_HOUSEKEEPING = frozenset({"parameters", "train", "eval", "state_dict", "to", "cuda",
+                                "zero_grad", "named_parameters", "apply",
+                                "register_forward_hook", "load_state_dict", "modules", "cpu"})
 
 
 def is_env_step(node: ast.AST) -> bool:

@@ -38,6 +38,18 @@ from pitstop.lint.summary import SEP, TUPLE, ClassSummary, FuncSummary, ModuleSu
 __all__ = ["PLACED", "Origin", "Program", "Resolved", "Sym", "answers_differ",
            "recorded_answers"]
 
+# Method names too common to say which class an unknown object is (torch's own API,
+# containers, trainers' conventional entry points).
+GENERIC_METHODS = frozenset({
+    "step", "zero_grad", "backward", "forward", "update", "train", "eval", "to", "cuda",
+    "cpu", "item", "state_dict", "load_state_dict", "parameters", "named_parameters",
+    "modules", "children", "apply", "append", "extend", "get", "pop", "reset", "close",
+    "save", "load", "log", "run", "sample", "predict", "fit", "add", "clear", "copy",
+    "keys", "values", "items", "format", "write", "read", "half", "float", "double",
+    "init", "build", "setup", "call", "compute", "evaluate", "test", "validate", "loss",
+    "encode", "decode", "act", "learn", "detach", "numpy", "size", "view", "reshape",
+    "register_buffer", "register_parameter", "register_forward_hook", "zero_", "requires_grad_",
+})
 PLACED = "!gpu"  # a loader passed through accelerator.prepare(): batches arrive placed
 
 
@@ -363,8 +375,10 @@ class Program(ProgramModules, ProgramReach):
                 r = self.resolve(key, f"{kind}:{head}")
                 if not more:
                     return None
-            if r is not None and r.kind == "obj" and more:
+            if r is not None and r.kind in {"obj", "model"} and r.name and more:
                 return self._in_class(r.module, r.name, more)
+            if r is None and kind == "param" and more and "." not in more:
+                return self._duck_method(more)
             if r is not None and r.kind == "module" and more:
                 return self.lookup(r.module, more)
             return None
@@ -507,6 +521,25 @@ class Program(ProgramModules, ProgramReach):
                 if method in self.modules[key].classes[name].methods:
                     out.append((key, f"{name}.{method}"))
         return tuple(sorted(set(out)))
+
+    def _duck_method(self, method: str) -> Sym | None:
+        """`model.train_a_batch(x, y)` on a parameter whose callers the run does not show:
+        the one class of the program that defines a method of that distinctive name."""
+        if method in GENERIC_METHODS or method.startswith("__"):
+            return None
+        by_name = self._memo.get(("methods_by_name",))
+        if by_name is None:
+            by_name = {}
+            for key, s in self.modules.items():
+                for name, summary in s.classes.items():
+                    for m in summary.methods:
+                        by_name.setdefault(m, []).append((key, name))
+            self._memo[("methods_by_name",)] = by_name
+        owners = by_name.get(method, [])
+        if len(owners) != 1:
+            return None
+        key, cls = owners[0]
+        return Sym("func", key, f"{cls}.{method}")
 
     def _classes_by_base(self) -> dict[str, list[tuple[str, str, str]]]:
         """Last name of a base -> (module, class, base as written) of the classes on it."""

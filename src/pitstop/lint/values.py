@@ -655,7 +655,7 @@ class ValueModel:
                 from_batch, k = False, GPU  # a batch that accelerate/Fabric already placed
             rare = ctx.loops.rarity(value, st) == "rare" if isinstance(
                 value, (ast.Compare, ast.BoolOp, ast.UnaryOp)) else False
-            src = st.batch_src.get(root_name(value) or "") if from_batch else None
+            src = self._batch_source(value, st) if from_batch else None
             for name in target_names(target):
                 if k is None:
                     st.env.pop(name, None)
@@ -724,6 +724,18 @@ class ValueModel:
             self.kind(a, st) in (GPU, MASK, DERIVED) for a in call.args
             if not isinstance(a, ast.Starred))
 
+    def _batch_source(self, value: ast.expr, st: State) -> str | None:
+        """The loader a batch value comes from: `next(it)` over a loader of the program,
+        or the batch it is computed from."""
+        if isinstance(value, ast.Call) and callee_tail(value) == "next" and value.args:
+            k = self.kind(value.args[0], st)
+            if k is not None and is_loader_kind(k):
+                return k
+        for sub in ast.walk(value):
+            if isinstance(sub, ast.Name) and sub.id in st.batch_src:
+                return st.batch_src[sub.id]
+        return None
+
     def _from_batch(self, value: ast.expr, st: State) -> bool:
         """Is ``value`` (still host) batch data: a name holding a batch, an item of one,
         or ``next(it)`` over a loader."""
@@ -738,6 +750,11 @@ class ValueModel:
                 return True  # `images = torch.cat(images, dim=0)`: the batch, still on the host
             return isinstance(value.func, ast.Attribute) and root_name(value.func.value) in st.batch \
                 and callee_tail(value) not in {"to", "cuda"}
+        if isinstance(value, ast.BinOp):  # `y = y - n_seen_classes`: still the host batch
+            return (self._from_batch(value.left, st) and self.kind(value.right, st) != GPU) \
+                or (self._from_batch(value.right, st) and self.kind(value.left, st) != GPU)
+        if isinstance(value, ast.IfExp):  # `y = y - k if per_context else y`
+            return self._from_batch(value.body, st) and self._from_batch(value.orelse, st)
         return root_name(value) in st.batch
 
 

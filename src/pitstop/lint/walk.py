@@ -48,7 +48,7 @@ MAX_FOLLOW_DEPTH = 4
 FLAG_PARAM_RE = re.compile(r"^(train|training|is_train(ing)?|eval|evaluate|mode|phase|split|"
                            r"stage|verbose|debug|deterministic|inference|test|i|j|k|n|"
                            r"model_type|name)$|^(return|use|with|is|do|enable|apply|need|force|"
-                           r"num|n|max|min)_|_(mode|flag|only|type|name|len|size|num|count|"
+                           r"num|n|max|min)_|_(mode|flag|only|type|name|len|size|num|count|phase|"
                            r"idx|index)$|step|epoch|iter|^(seq_|max_)?len(gth)?s?$|size$",
                            re.IGNORECASE)
 # Functions that time or profile code: their loops synchronize on purpose.
@@ -249,7 +249,16 @@ class Walker:
         self._class_env[cls] = env
         st = State(env={})
         summary = ctx.program.klass(ctx.key, cls.name)
+        on_gpu = ctx.gpu_program and ctx.program.class_is(ctx.key, cls.name, "module")
         for node in ast.walk(cls):
+            if on_gpu and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in {"register_buffer", "register_parameter"} \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
+                    and node.args and isinstance(node.args[0], ast.Constant) \
+                    and isinstance(node.args[0].value, str):
+                # a buffer moves with its module: on the GPU once the model is there
+                env[f"self.{node.args[0].value}"] = GPU
+                continue
             if isinstance(node, ast.Assign) and all(
                     (dotted(t) or "").startswith("self.") for t in node.targets):
                 k = ctx.values.kind(node.value, st)
@@ -351,6 +360,9 @@ class Walker:
             if not rare and st.hot is not None and ctx.loops.off_by_default_level(stmt.test) \
                     and not ctx.loops.has_markers(stmt.body, st, into_loops=False):
                 rare = True  # `if opt.debug > 0:` with --debug 0 by default: off unless asked
+            if not rare and st.hot is not None and _refills_cache(stmt) \
+                    and not ctx.loops.has_markers(stmt.body, st, into_loops=False):
+                rare = True  # `if self.grid[i].shape != x.shape: self.grid[i] = ...`: a cache
             if st.hot is None and not st.optional and ctx.loops.opt_in(stmt.test, st):
                 # `if use_fsdp_eval:` (a parameter defaulting to False) around a loop
                 self.walk_body(stmt.body, replace(st, optional=True))
@@ -362,8 +374,13 @@ class Walker:
                 and ctx.values.kind(stmt.test, st) in (GPU, MASK)
             self.walk_body(stmt.body, replace(st, rare=True) if st.hot and (
                 rare or checks_data or self._leaves_loop(stmt.body, st)) else st)
+            after_body = dict(st.env) if stmt.orelse else None
             self.walk_body(stmt.orelse, replace(st, rare=True) if st.hot and stmt.orelse
                            and self._leaves_loop(stmt.orelse, st) else st)
+            if after_body:  # a GPU value on one branch may be what reaches the code below
+                for name, k in after_body.items():
+                    if k in (GPU, MASK) and st.env.get(name) not in (GPU, MASK):
+                        st.env[name] = k
         elif isinstance(stmt, LOOPS):
             self._walk_loop(stmt, st)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -521,8 +538,10 @@ class Walker:
                 for t, k in self._zipped_kinds(loop.iter, loop.target, st):
                     for name in target_names(t):
                         inner.env[name] = k
-            if ik == GPU and isinstance(loop.iter, ast.Call) and callee_tail(loop.iter) == "items" \
-                    and isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2:
+            if ik == GPU and isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2 \
+                    and isinstance(loop.iter, ast.Call) and (
+                        callee_tail(loop.iter) in NAMED_ITEMS
+                        or _used_as_string(loop.target.elts[0], loop.body)):
                 for name in target_names(loop.target.elts[0]):
                     inner.env[name] = CPU  # the keys of a dict of GPU tensors are host values
             params = self._parameters_of_model(loop, st)
@@ -761,3 +780,30 @@ def _only_reports(body: list[ast.stmt]) -> bool:
             continue
         return False
     return bool(body)
+
+
+def _refills_cache(stmt: ast.If) -> bool:
+    """`if self.grid[i].shape[2:4] != x.shape[2:4]: self.grid[i] = make_grid(...)` or
+    `if self.mask is None: self.mask = ...`: the body stores into an attribute or item the
+    test looks at, so it runs when the cached value is stale, not on every iteration."""
+    stored = {ast.unparse(t) for s in stmt.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+              for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+              if isinstance(t, (ast.Attribute, ast.Subscript))}
+    return bool(stored) and any(ast.unparse(n) in stored for n in ast.walk(stmt.test)
+                                if isinstance(n, (ast.Attribute, ast.Subscript)))
+
+
+# iterators of (name, tensor) pairs
+NAMED_ITEMS = frozenset({"items", "named_parameters", "named_buffers", "named_modules",
+                         "named_children"})
+_STR_METHODS = frozenset({"replace", "startswith", "endswith", "split", "rsplit", "lower",
+                          "upper", "strip", "join", "partition", "rpartition"})
+
+
+def _used_as_string(target: ast.expr, body: list[ast.stmt]) -> bool:
+    """`for n, p in gen_params(): n = n.replace(".", "__")`: the first item is a name."""
+    if not isinstance(target, ast.Name):
+        return False
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr in _STR_METHODS and isinstance(n.func.value, ast.Name)
+               and n.func.value.id == target.id for stmt in body for n in ast.walk(stmt))

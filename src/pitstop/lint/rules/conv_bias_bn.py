@@ -128,21 +128,71 @@ def _passed_values(ctx: ModuleContext, fn: FuncDef, callee: str, param: str
     return out
 
 
-def _pair(ctx: ModuleContext, a: ast.AST, b: ast.AST, *, fixable: bool = True) -> None:
-    """Report `a` (a conv) feeding `b` (a BatchNorm), if it is such a pair."""
-    if not _is_bn(b):
+# (class, "self.conv") -> the convolutions or BatchNorms assigned to it, in source order
+Layers = dict[tuple[ast.AST | None, str], list[ast.Call]]
+
+
+def _class_layers(ctx: ModuleContext) -> tuple[Layers, Layers]:
+    """`self.conv = nn.Conv2d(...)` and `self.bn = nn.BatchNorm2d(...)` of each class
+    (names are per class: `self.conv` of one module is not `self.conv` of another; one
+    name may be assigned on several branches)."""
+    convs: Layers = {}
+    bns: Layers = {}
+    for assign in ctx.assigns:
+        if len(assign.targets) == 1:
+            name = dotted(assign.targets[0])
+            value = assign.value
+            if name and isinstance(value, ast.Call) and (_is_conv(value) or _is_bn(value)):
+                key = (ctx.enclosing(assign, (ast.ClassDef,)), name)
+                (convs if _is_conv(value) else bns).setdefault(key, []).append(value)
+    return convs, bns
+
+
+def _bn_of(ctx: ModuleContext, b: ast.AST, bns: Layers | None = None
+           ) -> tuple[ast.Call, bool] | None:
+    """The BatchNorm ``b`` builds, and whether only on some path: `nn.BatchNorm2d(c) if
+    use_bn else nn.Identity()` with `use_bn` on by default builds it (not on every path);
+    `self.BN` assigned one in the class."""
+    if _is_bn(b):
+        return b, False
+    if isinstance(b, ast.Attribute) and bns is not None:
+        found = bns.get((ctx.enclosing(b, (ast.ClassDef,)), dotted(b) or ""))
+        return (found[-1], True) if found else None
+    if isinstance(b, ast.IfExp) and _is_bn(b.body):
+        fn = ctx.scope_of(b)
+        if fn is not None and _off_unless_asked(ctx, fn, b.test):
+            return None
+        return b.body, True
+    return None
+
+
+def _pair(ctx: ModuleContext, a: ast.AST, b: ast.AST, *, fixable: bool = True,
+          layers: tuple[Layers, Layers] | None = None) -> None:
+    """Report `a` (a conv) feeding `b` (a BatchNorm), if it is such a pair (``layers``:
+    the class's `self.conv` / `self.bn` assignments, for lists of attributes)."""
+    convs, bns = layers if layers is not None else (None, None)
+    found = _bn_of(ctx, b, bns)
+    if found is None:
         return
+    bn, some_paths = found
+    if some_paths:
+        fixable = False
     if isinstance(a, ast.Name):  # `conv_mod = nn.Conv2d(...)` ... `Sequential(conv_mod, bn)`
         value = ctx.index.value_above(ctx.scope_of(a), a.id, a.lineno)
         if value is None:
             return
         a = value
         fixable = False  # (the named conv may be used without the BatchNorm elsewhere)
+    elif isinstance(a, ast.Attribute) and convs is not None:
+        # `[self.C, self.BN, self.relu]` with `self.C = nn.Conv2d(...)` above
+        for conv in convs.get((ctx.enclosing(a, (ast.ClassDef,)), dotted(a) or ""), ()):
+            _report(ctx, conv, bn, fixable=False)
+        return
     if _is_conv(a):
-        _report(ctx, a, b, fixable=fixable)
+        _report(ctx, a, bn, fixable=fixable)
     elif _wrapped_conv_with_bias(ctx, a):
         assert isinstance(a, ast.Call)
-        _report_wrapped(ctx, a, b)
+        _report_wrapped(ctx, a, bn)
 
 
 # A module appended to a layer list, and the `if` depth of the append (-1: unknown)
@@ -252,6 +302,7 @@ def _check_appends(ctx: ModuleContext) -> None:
 def check(ctx: ModuleContext) -> None:
     if "BatchNorm" not in ctx.text:
         return
+    convs, bns = _class_layers(ctx)
     # nn.Sequential(conv, bn, ...) and [conv, bn, ...]
     for node in ctx.calls:
         if callee_tail(node) in {"Sequential", "ModuleList"}:
@@ -264,19 +315,9 @@ def check(ctx: ModuleContext) -> None:
         if _under_off_branch(ctx, lst):
             continue
         for a, b in pairwise(lst.elts):
-            _pair(ctx, a, b)
+            _pair(ctx, a, b, layers=(convs, bns))
     _check_appends(ctx)
     # self.conv1 = Conv2d(...); self.bn1 = BatchNorm2d(...) used as bn1(conv1(x))
-    # Names are per class: `self.conv` of one module is not `self.conv` of another.
-    convs: dict[tuple[ast.AST | None, str], ast.Call] = {}
-    bns: dict[tuple[ast.AST | None, str], ast.Call] = {}
-    for assign in ctx.assigns:
-        if len(assign.targets) == 1:
-            name = dotted(assign.targets[0])
-            value = assign.value
-            if name and isinstance(value, ast.Call) and (_is_conv(value) or _is_bn(value)):
-                key = (ctx.enclosing(assign, (ast.ClassDef,)), name)
-                (convs if _is_conv(value) else bns)[key] = value
     if not convs or not bns:
         return
     for call in ctx.calls:
@@ -288,8 +329,10 @@ def check(ctx: ModuleContext) -> None:
                 conv_expr = _previous_assignment(ctx, call, arg.id)
             if isinstance(conv_expr, ast.Call):
                 conv_key = (bn_key[0], dotted(conv_expr.func) or "")
-                if conv_key in convs and not _under_off_branch(ctx, bns[bn_key]):
-                    _report(ctx, convs[conv_key], bns[bn_key])
+                bn = bns[bn_key][-1]
+                if conv_key in convs and not _under_off_branch(ctx, bn):
+                    for conv in convs[conv_key]:
+                        _report(ctx, conv, bn, fixable=len(convs[conv_key]) == 1)
 
 
 def _previous_assignment(ctx: ModuleContext, call: ast.Call, name: str) -> ast.expr | None:
@@ -297,14 +340,22 @@ def _previous_assignment(ctx: ModuleContext, call: ast.Call, name: str) -> ast.e
     stmt: ast.AST | None = call
     while stmt is not None and not isinstance(stmt, ast.stmt):
         stmt = ctx.parents.get(stmt)
-    parent = ctx.parents.get(stmt) if stmt is not None else None
-    body = getattr(parent, "body", None)
-    if not isinstance(body, list) or stmt not in body:
+    prev: ast.AST | None = None
+    for _ in range(4):  # `x = self.conv(x)` / `if self.use_relu: return self.relu(self.bn(x))`
+        parent = ctx.parents.get(stmt) if stmt is not None else None
+        block = next((b for b in (getattr(parent, "body", None), getattr(parent, "orelse", None))
+                      if isinstance(b, list) and stmt in b), None)
+        if block is None:
+            return None
+        i = block.index(stmt)
+        if i > 0:
+            prev = block[i - 1]
+            break
+        if not isinstance(parent, (ast.If, ast.With)):
+            return None
+        stmt = parent  # first in an `if` or `with` block: what comes before that block
+    if prev is None:
         return None
-    i = body.index(stmt)
-    if i == 0:
-        return None
-    prev = body[i - 1]
     if isinstance(prev, ast.Assign) and len(prev.targets) == 1 \
             and dotted(prev.targets[0]) == name:
         return prev.value

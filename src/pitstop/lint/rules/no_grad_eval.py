@@ -18,8 +18,33 @@ GRAD_USERS = frozenset({"backward", "step", "train", "grad", "requires_grad_", "
 
 
 def _grad_off_call(node: ast.AST) -> bool:
+    """`torch.no_grad()`, `@torch.inference_mode()`, a project's own `@nograd` wrapper."""
     target = node.func if isinstance(node, ast.Call) else node
-    return (dotted(target) or "").rsplit(".", 1)[-1] in GRAD_OFF
+    tail = (dotted(target) or "").rsplit(".", 1)[-1]
+    return tail in GRAD_OFF or tail.lower().replace("_", "") in {"nograd", "inferencemode"}
+
+
+def _grad_off_in_helpers(ctx: ModuleContext, loop: ast.AST) -> bool:
+    """Does a function of the program that the loop calls turn autograd off itself
+    (`self.test()` runs the model under `with torch.no_grad():`, `model.predict` is
+    decorated `@nograd`, the per-batch `val_loop` is `@torch.no_grad()`)?"""
+    from pitstop.lint.walk import State
+
+    func = ctx.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
+    st = State(func=func)  # type: ignore[arg-type]
+    for node in ast.walk(loop):
+        if not isinstance(node, ast.Call):
+            continue
+        target = ctx.function_target(node, st)
+        if target is None:
+            continue
+        fn = target[1]
+        if any(_grad_off_call(d) for d in fn.decorator_list) or any(
+                isinstance(n, (ast.With, ast.AsyncWith))
+                and any(_grad_off_call(i.context_expr) for i in n.items)
+                for stmt in fn.body for n in ast.walk(stmt)):
+            return True
+    return False
 
 
 def _under_no_grad(ctx: ModuleContext, node: ast.AST,
@@ -100,6 +125,8 @@ def check(ctx: ModuleContext) -> None:
         # inner `with torch.no_grad():` around the model call
         if any(isinstance(n, (ast.With, ast.AsyncWith)) and any(
                 _grad_off_call(i.context_expr) for i in n.items) for n in ast.walk(loop)):
+            continue
+        if _grad_off_in_helpers(ctx, loop):
             continue
         if not after_eval:
             iterated = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test

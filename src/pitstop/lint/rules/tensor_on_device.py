@@ -27,7 +27,41 @@ _PASS_THROUGH = frozenset({"unsqueeze", "expand", "expand_as", "view", "reshape"
 # torch functions whose result lives where their (first) input does
 _COMPUTED_FROM = frozenset({"exp", "log", "pow", "sin", "cos", "sqrt", "rsqrt", "cat", "stack",
                             "outer", "meshgrid", "flip", "cumsum", "sigmoid", "tanh", "abs",
-                            "clamp", "reciprocal", "square", "polar", "complex"})
+                            "clamp", "reciprocal", "square", "polar", "complex", "triu",
+                            "tril", "diag", "diag_embed", "repeat_interleave"})
+# wrappers that hand back the tensor they are given (`Variable(t)`, pre-0.4 autograd)
+_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+
+def _unfilled_value(ctx: ModuleContext, name: ast.Name, *, numpy: bool = False
+                    ) -> ast.expr | None:
+    """The value last assigned to ``name`` above its use, unless the lines between fill it
+    with host data (`seq[i, :n] = torch.LongTensor(s)`): a buffer filled from data is a
+    batch built on the host, not a constant a factory could have made on the GPU. A NumPy
+    array (``numpy``) also counts as filled when a call gets it (`maximum_path_c(path, ...)`)
+    or writes into it by item."""
+    scope = ctx.scope_of(name)
+    assigns = [a for a in ctx.index.scoped_assigns.get((scope, name.id), ())
+               if a.lineno < name.lineno and a.value is not None]
+    if not assigns:
+        return None
+    last = max(assigns, key=lambda a: a.lineno)
+    start, end = last.lineno, name.lineno
+    body = scope.body if scope is not None else ctx.tree.body
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if not start < getattr(n, "lineno", 0) < end:
+                continue
+            if isinstance(n, (ast.Assign, ast.AugAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                       and t.value.id == name.id for t in targets) \
+                        and (numpy or _host_data(ctx, n.value) is not None):
+                    return None
+            if numpy and isinstance(n, ast.Call) and any(
+                    isinstance(a, ast.Name) and a.id == name.id for a in n.args):
+                return None
+    return last.value
 
 
 def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
@@ -35,7 +69,7 @@ def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
     inside `(torch.ones(k) * i)` or `torch.LongTensor(r).unsqueeze(0).expand_as(x)`."""
     for _ in range(12):
         if isinstance(node, ast.Name):  # `idx = torch.empty(n, dtype=long)` ... `idx.cuda()`
-            value = ctx.index.value_above(ctx.scope_of(node), node.id, node.lineno)
+            value = _unfilled_value(ctx, node)
             if value is None:
                 return None
             node = value
@@ -46,6 +80,9 @@ def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
             continue
         if isinstance(node, ast.Compare):  # `(labels[None] == labels[:, None]).float()`
             node = node.left
+            continue
+        if isinstance(node, ast.Subscript):  # `torch.eye(d)[None, :, :]`
+            node = node.value
             continue
         if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
             node = node.elts[0]
@@ -60,6 +97,11 @@ def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
         if qn.startswith("torch.") and (tail in CREATORS or tail in LEGACY) \
                 and kwarg(node, "device") is None:
             return node
+        if qn == "torch.from_numpy" and node.args and _numpy_constant(ctx, node.args[0]):
+            return node  # `torch.from_numpy(np.eye(3))`: a torch factory could build it there
+        if qn in _WRAPPERS and len(node.args) == 1:
+            node = node.args[0]
+            continue
         if qn.startswith("torch.") and tail in _COMPUTED_FROM and node.args:
             node = node.args[0]  # `torch.exp(torch.arange(n) * -k)`: computed on the CPU too
             continue
@@ -68,6 +110,58 @@ def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
             continue
         return None
     return None
+
+
+# NumPy constructors of data that a torch factory builds as well (on the GPU, with `device=`)
+_NUMPY_FACTORIES = frozenset({"eye", "identity", "zeros", "ones", "full", "arange", "linspace",
+                              "tri", "triu", "tril"})
+_NUMPY_LITERAL = frozenset({"array", "asarray"})  # ... from a literal or a range
+_NUMPY_REPEATS = frozenset({"repeat", "tile"})
+
+
+def _numpy_constant(ctx: ModuleContext, node: ast.AST) -> bool:
+    """Is ``node`` NumPy data made from constants (`np.eye(3)`, `np.array([1, 0, 0])`,
+    `np.repeat(range(n_way), n_query)`, through `.astype()` or an index), which a torch
+    factory could build on the GPU? Data computed on the host (metrics, decoded batches)
+    has to be copied; this is not that."""
+    for _ in range(8):
+        if isinstance(node, ast.Name):
+            value = _unfilled_value(ctx, node, numpy=True)
+            if value is None:
+                return False
+            node = value
+            continue
+        if isinstance(node, ast.Subscript):
+            node = node.value
+            continue
+        if not isinstance(node, ast.Call):
+            return False
+        qn = qualname(node.func, ctx.aliases) or ""
+        if qn.startswith("numpy."):
+            tail = qn.rsplit(".", 1)[-1]
+            if tail in _NUMPY_FACTORIES:
+                return True
+            first = node.args[0] if node.args else None
+            if tail in _NUMPY_LITERAL:
+                return first is not None and _literal_data(first)
+            if tail in _NUMPY_REPEATS:
+                return first is not None and (_literal_data(first) or _numpy_constant(ctx, first))
+            return False
+        if isinstance(node.func, ast.Attribute) and node.func.attr in {
+                "astype", "reshape", "copy", "T", "transpose", "flatten", "ravel"}:
+            node = node.func.value
+            continue
+        return False
+    return False
+
+
+def _literal_data(node: ast.AST) -> bool:
+    """`[1, 0, 0]`, `((1, 0), (0, 1))`, `range(n)`: data written in the program."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range":
+        return True
+    return isinstance(node, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Constant) or (isinstance(e, ast.UnaryOp) and isinstance(
+            e.operand, ast.Constant)) or _literal_data(e) for e in node.elts)
 
 
 def _forward_input(ctx: ModuleContext, target: ast.AST, st: State) -> bool:
@@ -141,8 +235,13 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     inner = node.func.value
     direct = True  # `torch.zeros(n).to(d)`; else the creator is deeper in the expression
     creator = _creator(ctx, inner)
+    maker: str | None = None  # the helper that builds it, when another function does
     if creator is None:
-        return
+        found = _returned_creator(ctx, inner, st)
+        if found is None:
+            return
+        creator, maker = found
+        direct = False
     if creator is not inner:
         direct = False
     inner = creator
@@ -181,13 +280,44 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         fix = Fix(SAFE, f"create the tensor with device={value}",
                   (Edit("unwrap_to_device", line, col, tail, name="device", value=value),))
     assert st.hot is not None
+    if maker is not None:
+        how = (f"copies a tensor that {maker} builds on the CPU to the GPU on every iteration "
+               f"of {st.hot.describe}; build it there with `device=`")
+    else:
+        how = ("copies NumPy data to the GPU on every iteration of "
+               f"{st.hot.describe}; build it once outside (a buffer) or with a torch factory "
+               "and `device=`" if ctail == "from_numpy" else
+               f"builds a tensor on the CPU and copies it to the GPU on every iteration of "
+               f"{st.hot.describe}; create it there with `device=`")
     ctx.report(
         CODE, node,
-        f"`{ctx.segment(node)}` builds a tensor on the CPU and copies it to the GPU on every "
-        f"iteration of {st.hot.describe}; create it there with `device=`.",
+        f"`{ctx.segment(node)}` {how}.",
         fix=fix, evidence=(("loop_line", st.hot.line), ("creator", ctail)),
         condition=_default_device_condition(ctx, inner),
     )
+
+
+def _returned_creator(ctx: ModuleContext, node: ast.AST, st: State
+                      ) -> tuple[ast.Call, str] | None:
+    """`diffusion.sample_timesteps(n).to(device)` where the method only returns
+    `torch.randint(...)`: the CPU factory every return of the called function builds, and
+    where that function is (`sample_timesteps` (ddpm.py:37))."""
+    if not isinstance(node, ast.Call):
+        return None
+    target = ctx.function_target(node, st)
+    if target is None:
+        return None
+    tctx, fn = target
+    returns = tctx.index.returns.get(fn, [])
+    found: ast.Call | None = None
+    for ret in returns:
+        creator = _creator(tctx, ret.value) if ret.value is not None else None
+        if creator is None:
+            return None
+        found = found or creator
+    if found is None:
+        return None
+    return found, f"`{fn.name}` ({tctx.path}:{found.lineno})"
 
 
 INT_DTYPES = frozenset({"long", "int", "int64", "int32", "int16", "int8", "uint8", "bool", "short"})
@@ -198,6 +328,8 @@ def _default_device_condition(ctx: ModuleContext, creator: ast.Call) -> str:
     `set_default_device("cuda")` for every factory; `set_default_tensor_type(
     "torch.cuda.FloatTensor")` for those that build floating-point tensors."""
     tail = callee_tail(creator)
+    if tail == "from_numpy":  # the default device never applies to NumPy data
+        return ""
     dtype = kwarg(creator, "dtype")
     floating = tail in {"Tensor", "FloatTensor"} or (
         tail in CREATORS and tail not in {"randint", "randperm", "arange"}

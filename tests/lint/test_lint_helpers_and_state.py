@@ -1,0 +1,524 @@
+"""Shapes of the fourth round (2026-12-01): per-batch work that hides in helpers and in
+module state -- constants rebuilt on the CPU in forward(), tensors returned by a helper,
+module buffers read with `.item()`, duck-typed trainer methods, validation loops that run
+the model through a helper -- and the guards that make code rare (a cache refill, a
+switch stored on `self` that defaults to False)."""
+
+from __future__ import annotations
+
+from lint_helpers import found, program
+
+
+def line_of(src: str, needle: str) -> int:
+    """The line of ``needle`` in ``src`` as the linter numbers it (leading newline off)."""
+    lines = src.lstrip("\n").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if needle in text)
+
+TRAIN = """
+import torch
+from torch.utils.data import DataLoader
+from net import Net
+
+device = torch.device("cuda")
+model = Net().to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(list(range(8)), batch_size=2, num_workers=2, pin_memory=True,
+                    persistent_workers=True)
+for epoch in range(3):
+    for x in loader:
+        x = x.to(device, non_blocking=True)
+        loss = model(x).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def _net(body: str, extra: str = "") -> str:
+    return (f"import numpy as np\nimport torch\nfrom torch import nn\n{extra}\n"
+            f"class Net(nn.Module):\n{body}")
+
+
+# ---------------------------------------------------------------- LT012 in forward()
+def test_identity_built_from_a_numpy_literal_and_moved_in_forward(tmp_path):
+    net = _net("""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 9)
+
+    def forward(self, x):
+        out = self.fc(x)
+        eye = torch.from_numpy(np.array([1, 0, 0, 0, 1, 0, 0, 0, 1]).astype(np.float32))
+        eye = eye.view(1, 9).repeat(x.size(0), 1)
+        if out.is_cuda:
+            eye = eye.cuda()
+        return out + eye
+""")
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT012",))
+    assert found(run) == {("net.py", line_of(net, "eye = eye.cuda()"), "LT012")}
+    assert "NumPy data" in run.findings[0].message
+
+
+def test_numpy_results_computed_on_the_host_are_not_rebuilt_constants(tmp_path):
+    """`torch.from_numpy(hist).cuda()` of a histogram the host computed must be copied:
+    no torch factory could have made it on the GPU."""
+    net = _net("""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        hist = np.bincount(np.arange(4), minlength=4)
+        scale = torch.from_numpy(hist).cuda()
+        grid = np.zeros((4, 4))
+        fill_grid(grid)
+        mask = torch.from_numpy(grid).cuda()
+        return self.fc(x) * scale * mask
+""", extra="def fill_grid(g):\n    g[0, 0] = 1\n")
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT012",))
+    assert found(run) == set()
+
+
+def test_an_indexed_factory_in_a_loss_helper_called_per_batch(tmp_path):
+    """`torch.eye(d)[None, :, :]` then `.cuda()` in a regulariser that forward() calls."""
+    net = _net("""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        t = self.fc(x).view(-1, 2, 2)
+        return t.sum() + orthogonality(t)
+""", extra="""
+def orthogonality(t):
+    d = t.size(1)
+    ident = torch.eye(d)[None, :, :]
+    if t.is_cuda:
+        ident = ident.cuda()
+    return (torch.bmm(t, t.transpose(2, 1)) - ident).norm()
+""")
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT012",))
+    assert found(run) == {("net.py", line_of(net, "ident = ident.cuda()"), "LT012")}
+
+
+def test_a_tensor_a_helper_method_returns_from_a_cpu_factory(tmp_path):
+    """`noise.pick_steps(n).to(device)` where pick_steps only returns `torch.randint(...)`:
+    the message names the helper and where it builds the tensor."""
+    src = """
+import torch
+from torch.utils.data import DataLoader
+
+class Schedule:
+    def __init__(self, steps):
+        self.steps = steps
+
+    def pick_steps(self, n):
+        return torch.randint(low=1, high=self.steps, size=(n,))
+
+device = "cuda"
+model = torch.nn.Linear(4, 4).to(device)
+opt = torch.optim.Adam(model.parameters())
+sched = Schedule(1000)
+for images in DataLoader(list(range(8)), batch_size=2):
+    images = images.to(device)
+    t = sched.pick_steps(images.shape[0]).to(device)
+    loss = model(images * t).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+    run = program(tmp_path, {"diffuse.py": src}, select=("LT012",))
+    assert found(run) == {("diffuse.py", line_of(src, "t = sched"), "LT012")}
+    assert "`pick_steps` (" in run.findings[0].message
+
+
+def test_batches_filled_from_host_lists_are_not_constants(tmp_path):
+    """`seq = torch.zeros(b, n).long()` filled row by row from Python lists, then
+    `.cuda()`: the batch is built on the host (not a factory that device= would fix). The
+    same buffer filled from GPU results should have been made on the GPU."""
+    src = """
+import torch
+
+def batchify(rows, n):
+    seq = torch.zeros(len(rows), n).long()
+    for i, r in enumerate(rows):
+        seq[i, :len(r)] = torch.LongTensor(r)
+    return seq.cuda()
+
+def decode(scores):
+    best = torch.LongTensor(scores.size(0), scores.size(1))
+    for t in range(scores.size(0)):
+        best[t] = scores[t].argmax(-1)
+    return best.cuda()
+
+model = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = [[1, 2], [3]]
+for epoch in range(5):
+    for b in range(10):
+        x = batchify(data, 4)
+        out = model(x.float())
+        path = decode(out)
+        loss = out.sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+    run = program(tmp_path, {"tagger.py": src}, select=("LT012",))
+    assert found(run) == {("tagger.py", line_of(src, "return best.cuda()"), "LT012")}
+
+
+# ---------------------------------------------------------------- guards that make code rare
+def test_a_cache_refilled_when_the_shape_changes_is_not_per_batch(tmp_path):
+    net = _net("""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 1)
+        self.grid = torch.zeros(1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        if self.grid.shape[2:4] != y.shape[2:4]:
+            self.grid = make_grid(y.shape[2], y.shape[3]).to(y.device)
+        return y + self.grid
+""", extra="""
+def make_grid(ny, nx):
+    yv, xv = torch.meshgrid(torch.arange(ny), torch.arange(nx))
+    return torch.stack((xv, yv), 2).float()
+""")
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT012",))
+    assert found(run) == set()
+
+
+VARIATIONAL = """
+    def __init__(self, p=0.5, variational=False):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.p = p
+        self.variational = variational
+
+    def forward(self, x):
+        if self.variational:
+            mask = torch.ones(x.size(0), 1)
+            if x.is_cuda:
+                mask = mask.cuda()
+            x = x * mask
+        return self.fc(x)
+"""
+
+
+def test_a_switch_stored_on_self_that_defaults_to_false_is_rare(tmp_path):
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": _net(VARIATIONAL)}, select=("LT012",))
+    assert found(run) == set()
+
+
+def test_the_switch_counts_once_the_module_turns_it_on(tmp_path):
+    """A call in the module that passes `variational=True` builds it that way."""
+    net = _net(VARIATIONAL) + "\n\ndef build():\n    return Net(variational=True)\n"
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT012",))
+    assert found(run) == {("net.py", line_of(net, "mask = mask.cuda()"), "LT012")}
+
+
+# ---------------------------------------------------------------- batches and loops
+def test_batches_drawn_with_next_in_a_counted_loop_keep_their_loader(tmp_path):
+    """`x, y = next(it)` in `for step in range(iters)`, the iterator rebuilt from a
+    helper's pinned loader (not the unpinned one this module builds for evaluation), and
+    the labels shifted on the host before the copy."""
+    files = {
+        "utils.py": """
+from torch.utils.data import DataLoader
+
+def get_loader(ds, bs, cuda=False):
+    return DataLoader(ds, batch_size=bs, shuffle=True,
+                      **({"num_workers": 0, "pin_memory": True} if cuda else {}))
+""",
+        "train.py": """
+import torch
+from torch.utils.data import DataLoader
+from utils import get_loader
+
+def evaluate(model, ds):
+    return [model(x) for x in DataLoader(ds, batch_size=64)]
+
+def train(model, ds, iters, per_task=False):
+    device = model.device
+    left = 1
+    for step in range(iters):
+        left -= 1
+        if left == 0:
+            it = iter(get_loader(ds, 32, cuda=True))
+            left = len(it)
+        x, y = next(it)
+        y = y - 10 if per_task else y
+        x, y = x.to(device), y.to(device)
+        loss = model(x, y)
+        model.optimizer.zero_grad()
+        loss.backward()
+        model.optimizer.step()
+""",
+    }
+    run = program(tmp_path, files, select=("LT008",))
+    assert found(run) == {("train.py", line_of(files["train.py"], "x, y = x.to"), "LT008")}
+    assert {f.message.split("`")[1] for f in run.findings} <= {"x.to(device)", "y.to(device)"}
+
+
+LEARNER = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+class Learner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+        self.buffers_on = False
+
+    def update_on_batch(self, x, y=None):
+        out = self.fc(x)
+        if y is not None:
+            pred_loss = F.cross_entropy(out, y)
+        else:
+            pred_loss = None
+        loss = out.sum() if pred_loss is None else pred_loss
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        for n, p in self.named_parameters():
+            n = n.replace(".", "__")
+            print("{}_grad".format(n))
+        return {"loss": loss.item(),
+                "pred": pred_loss.item() if pred_loss is not None else 0}
+"""
+
+DRIVER = """
+import torch
+from torch.utils.data import DataLoader
+
+def run_tasks(model, tasks):
+    for task in tasks:
+        for x, y in DataLoader(task, batch_size=8):
+            x, y = x.cuda(), y.cuda()
+            stats = model.update_on_batch(x, y)
+"""
+
+
+def test_a_distinctive_method_of_an_unknown_object_is_the_one_class_that_defines_it(tmp_path):
+    """`model.update_on_batch(x, y)` on a parameter whose callers are not linted: the
+    program's one class with that method trains, and its `.item()` calls run per batch;
+    a name from `named_parameters()` formatted into a string is no tensor."""
+    run = program(tmp_path, {"learner.py": LEARNER, "driver.py": DRIVER}, select=("LT001",))
+    assert found(run) == {("learner.py", line_of(LEARNER, "loss.item()"), "LT001"),
+                          ("learner.py", line_of(LEARNER, "pred_loss.item()"), "LT001")}
+
+
+def test_a_module_buffer_read_with_item_in_forward(tmp_path):
+    net = _net("""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.register_buffer("params", torch.tensor([16.0, 0.07]))
+
+    def forward(self, x):
+        k = int(self.params[0].item())
+        return self.fc(x) * k
+""")
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT001",))
+    assert found(run) == {("net.py", line_of(net, ".item()"), "LT001")}
+
+
+VALIDATE = """
+import torch
+from torch.utils.data import DataLoader
+
+class Experiment:
+    def __init__(self, model):
+        self.model = model.cuda()
+        self.opt = torch.optim.Adam(self.model.parameters())
+
+    def _one_batch(self, x):
+        x = x.float().cuda()
+        return self.model(x)
+
+    def vali(self, loader):
+        self.model.eval()
+        losses = []
+        for x in loader:
+            pred = self._one_batch(x)
+            losses.append(pred.mean())
+        self.model.train()
+        return losses
+
+    def train(self, loader, val_loader):
+        for epoch in range(10):
+            for x in loader:
+                loss = self._one_batch(x).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+            self.vali(val_loader)
+"""
+
+
+def test_a_validation_loop_that_runs_the_model_through_a_helper(tmp_path):
+    run = program(tmp_path, {"exp.py": VALIDATE}, select=("LT013",))
+    assert found(run) == {("exp.py", line_of(VALIDATE, "for x in loader:"), "LT013")}
+
+
+def test_no_finding_when_the_helper_turns_autograd_off_itself(tmp_path):
+    src = VALIDATE.replace("    def _one_batch(self, x):", "    @torch.no_grad()\n"
+                           "    def _one_batch(self, x):")
+    assert found(program(tmp_path, {"exp.py": src}, select=("LT013",))) == set()
+
+
+def test_a_models_own_test_loop_over_its_methods(tmp_path):
+    """`model.test_loop(val_loader)` after `model.eval()`: the module's loop calls its own
+    methods, which run it."""
+    files = {
+        "meta.py": """
+import torch
+from torch import nn
+
+class Meta(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.feature = nn.Linear(4, 4)
+
+    def correct(self, x):
+        return (self.feature(x).argmax(1) == 0).sum()
+
+    def test_loop(self, test_loader):
+        hits = []
+        for i, (x, _) in enumerate(test_loader):
+            hits.append(self.correct(x))
+        return hits
+""",
+        "train.py": """
+import torch
+from torch.utils.data import DataLoader
+from meta import Meta
+
+model = Meta().cuda()
+opt = torch.optim.Adam(model.parameters())
+base = DataLoader(list(range(8)), batch_size=2)
+val_loader = DataLoader(list(range(8)), batch_size=2)
+for epoch in range(5):
+    model.train()
+    for x, y in base:
+        loss = model.feature(x.cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    model.test_loop(val_loader)
+""",
+    }
+    assert found(program(tmp_path, files, select=("LT013",))) == {("meta.py", line_of(files["meta.py"], "for i, (x, _)"), "LT013")}
+
+
+def test_dataparallel_in_a_model_factory_whose_class_validates_in_a_loop(tmp_path):
+    """A model class built by name (a registry the run does not show) that has its own
+    validation loop still belongs to the linted training run (LT015)."""
+    files = {
+        "base_model.py": """
+from torch.nn import DataParallel
+
+class BaseModel:
+    def wrap(self, net):
+        if self.opt["num_gpu"] > 1:
+            net = DataParallel(net)
+        return net
+""",
+        "sr_model.py": """
+import torch
+from base_model import BaseModel
+
+class SRModel(BaseModel):
+    def validation(self, loader):
+        self.net.eval()
+        for batch in loader:
+            self.out = self.net(batch.cuda())
+""",
+        "train.py": """
+import torch
+import importlib
+
+model = importlib.import_module("models").build(opt)
+loader = torch.utils.data.DataLoader(list(range(8)), batch_size=2, num_workers=2,
+                                     persistent_workers=True)
+for epoch in range(3):
+    for batch in loader:
+        model.feed(batch)
+        loss = model.net(batch.cuda()).sum()
+        loss.backward()
+        model.optimizer.step()
+""",
+    }
+    assert found(program(tmp_path, files, select=("LT015",))) == {("base_model.py", line_of(files["base_model.py"], "net = DataParallel"), "LT015")}
+
+
+# ---------------------------------------------------------------- LT016 shapes
+def test_batchnorm_on_by_default_in_a_conditional_expression(tmp_path):
+    """`nn.BatchNorm2d(c) if use_bn else nn.Sequential()` with `use_bn=True`: built unless
+    asked otherwise (no automatic fix: the other path has no BatchNorm)."""
+    net = _net("""
+    def __init__(self, c=8, use_bn=True):
+        super().__init__()
+        self.enc = nn.Sequential(
+            nn.Conv2d(c, c, 3, 1, 1),
+            nn.BatchNorm2d(c) if use_bn else nn.Sequential(),
+            nn.ReLU(),
+        )
+
+    def forward(self, x):
+        return self.enc(x)
+""")
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT016",))
+    assert found(run) == {("net.py", line_of(net, "nn.Conv2d(c, c, 3, 1, 1)"), "LT016")}
+    assert run.findings[0].fix is None
+    off = net.replace("use_bn=True", "use_bn=False")
+    assert found(program(tmp_path / "off", {"train.py": TRAIN, "net.py": off},
+                         select=("LT016",))) == set()
+
+
+def test_a_conv_chosen_on_branches_and_normalised_in_forward(tmp_path):
+    """`self.conv` assigned on either branch of the shapes, then `x = self.conv(x)` and
+    `self.bn(x)` inside an `if` of forward(): every branch's conv feeds the BatchNorm."""
+    net = _net("""
+    def __init__(self, s, t, use_relu=True):
+        super().__init__()
+        self.use_relu = use_relu
+        if s == 2 * t:
+            self.conv = nn.Conv2d(8, 8, kernel_size=3, stride=2, padding=1)
+        else:
+            self.conv = nn.Conv2d(8, 8, kernel_size=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        x = self.conv(x)
+        if self.use_relu:
+            return self.relu(self.bn(x))
+        return self.bn(x)
+""")
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT016",))
+    assert found(run) == {("net.py", line_of(net, "stride=2"), "LT016"),
+                          ("net.py", line_of(net, "kernel_size=1)"), "LT016")}
+
+
+def test_a_list_of_the_blocks_layers_made_into_a_sequential(tmp_path):
+    """`self.layers = [self.C, self.BN, self.relu]` then `nn.Sequential(*self.layers)`."""
+    net = _net("""
+    def __init__(self, cin=3, cout=8):
+        super().__init__()
+        self.C = nn.Conv2d(cin, cout, 3, padding=1)
+        self.BN = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU()
+        self.layers = [self.C, self.BN, self.relu]
+        self.trunk = nn.Sequential(*self.layers)
+
+    def forward(self, x):
+        return self.trunk(x)
+""")
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT016",))
+    assert found(run) == {("net.py", line_of(net, "self.C = nn.Conv2d"), "LT016")}
