@@ -522,3 +522,82 @@ def test_a_list_of_the_blocks_layers_made_into_a_sequential(tmp_path):
 """)
     run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT016",))
     assert found(run) == {("net.py", line_of(net, "self.C = nn.Conv2d"), "LT016")}
+
+
+# ---------------------------------------------------------------- opt-in switches, loaders
+OPTIONS = """
+import argparse
+import torch
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--enable_tensorboard", action="store_true")
+parser.add_argument("--visdom_epoch", type=int, default=0)
+args = parser.parse_args()
+config = {k: getattr(args, k) for k in vars(args)}
+
+class Solver:
+    def __init__(self, model, args):
+        self.model = model
+        self.visdom_epoch = args.visdom_epoch
+        self.opt = torch.optim.Adam(model.parameters())
+
+    def run(self, loader):
+        for epoch in range(10):
+            for x in loader:
+                loss = self.model(x.cuda()).sum()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                if config["enable_tensorboard"]:
+                    print(loss.item())
+                if self.visdom_epoch:
+                    print(loss.item() * 2)
+
+Solver(torch.nn.Linear(4, 4).cuda(), args).run(DataLoader(list(range(8)), batch_size=2))
+"""
+
+
+def test_switches_read_from_a_config_dict_or_copied_onto_self_are_opt_in(tmp_path):
+    """`if config["enable_tensorboard"]:` (store_true) and `if self.visdom_epoch:` with
+    `self.visdom_epoch = args.visdom_epoch` (default 0): off unless asked."""
+    run = program(tmp_path, {"solve.py": OPTIONS}, select=("LT001",))
+    assert found(run) == set()
+    on = OPTIONS.replace('action="store_true"', 'default=True').replace("default=0", "default=5")
+    run = program(tmp_path / "on", {"solve.py": on}, select=("LT001",))
+    assert found(run) == {("solve.py", line_of(on, "print(loss.item())"), "LT001"),
+                          ("solve.py", line_of(on, "print(loss.item() * 2)"), "LT001")}
+
+
+def test_a_dataset_factory_method_that_returns_a_tensor_dataset(tmp_path):
+    """`processor.make_dataset(features)` returns a TensorDataset of tokenised features:
+    items are slices of tensors in memory, workers would only copy them (no LT002)."""
+    files = {
+        "proc.py": """
+import torch
+from torch.utils.data import TensorDataset
+
+class Processor:
+    def make_dataset(self, features):
+        ids = torch.tensor([f[0] for f in features], dtype=torch.long)
+        labels = torch.tensor([f[1] for f in features], dtype=torch.long)
+        return TensorDataset(ids, labels)
+""",
+        "run.py": """
+import torch
+from torch.utils.data import DataLoader
+from proc import Processor
+
+model = torch.nn.Embedding(100, 4).cuda()
+opt = torch.optim.Adam(model.parameters())
+processor = Processor()
+train_ds = processor.make_dataset([(1, 0), (2, 1)])
+for epoch in range(3):
+    for ids, labels in DataLoader(train_ds, batch_size=2):
+        loss = model(ids.cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""",
+    }
+    assert found(program(tmp_path, files, select=("LT002",))) == set()

@@ -365,6 +365,8 @@ class LoopModel:
             if self._opt_in(test, st) and not DEVICE_FLAG_RE.match(name.rsplit(".", 1)[-1]):
                 return "rare"
             return None
+        if isinstance(test, ast.Subscript) and self._opt_in(test, st):
+            return "rare"  # `if config["enable_tensorboard"]:` (store_true)
         if isinstance(test, ast.Call):
             tail = callee_tail(test)
             if RARE_NAME_RE.search(tail) or tail in {"every", "should_log", "is_log_step"}:
@@ -422,7 +424,8 @@ class LoopModel:
         """Is ``test`` a flag that is off unless asked for (also `if a and flag:`)?"""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return any(self.opt_in(v, st) for v in test.values)
-        return isinstance(test, (ast.Name, ast.Attribute)) and self._opt_in(test, st)
+        return isinstance(test, (ast.Name, ast.Attribute, ast.Subscript)) \
+            and self._opt_in(test, st)
 
     def off_by_default_level(self, test: ast.AST) -> bool:
         """`if opt.debug > 0:` (or `!= 0`, `>= 1`) with the option 0 by default: a level of
@@ -440,10 +443,17 @@ class LoopModel:
             isinstance(op, ast.GtE) and right.value == 1)
         return levels and setting.default in (0, False)
 
-    def _opt_in(self, test: ast.Name | ast.Attribute, st: State) -> bool:
+    def _opt_in(self, test: ast.Name | ast.Attribute | ast.Subscript, st: State) -> bool:
         """A flag that is off unless the user asks: an option or config field defaulting
         to False/None, or a parameter of the function defaulting to False."""
         ctx = self.ctx
+        if isinstance(test, ast.Subscript):  # `config["enable_tensorboard"]`
+            key = test.slice
+            if not (options_owner(test.value) and isinstance(key, ast.Constant)
+                    and isinstance(key.value, str)):
+                return False
+            setting = ctx.program.setting(key.value)
+            return setting is not None and setting.default in (False, None, 0)
         if isinstance(test, ast.Attribute) and options_owner(test.value):
             setting = ctx.program.setting(test.attr)
             return setting is not None and setting.default in (False, None, 0)
@@ -466,6 +476,8 @@ class LoopModel:
         """`if self.variational:` where `__init__(self, ..., variational=False)` stores
         `self.variational = variational` and no call in the module passes the keyword
         a value other than False/None: off unless the user builds the object with it."""
+        from pitstop.lint.walk import State
+
         index = self.ctx.index
         cls = index.class_of.get(method)
         init = index.method(cls, "__init__") if cls is not None else None
@@ -482,6 +494,11 @@ class LoopModel:
                     return False
                 return re.search(rf"\b{param}\s*=\s*(?![\s=]|False\b|None\b|{param}\b)",
                                  self.ctx.text) is None
+            if isinstance(stmt.value, (ast.Attribute, ast.Subscript)) \
+                    and not (isinstance(stmt.value, ast.Attribute)
+                             and dotted(stmt.value.value) == "self"):
+                # `self.visdom_epoch = args.visdom_epoch` (an option that defaults to 0)
+                return self._opt_in(stmt.value, State(func=init))
             if isinstance(stmt.value, ast.Constant) and stmt.value.value is False:
                 # `self.binaryCE = False` (set by whoever builds the model, when asked)
                 return re.search(rf"\.{attr}\s*=\s*(?![\s=]|False\b|None\b)",

@@ -393,6 +393,13 @@ class Program(ProgramModules, ProgramReach):
         if not desc or not desc.startswith(("call:", "obj:")):
             return False
         sym = self.callee(key, desc.partition(":")[2].partition("#")[0])
+        if sym is not None and sym.kind == "func" and not plain:
+            # `processor.create_dataset(features)` that returns a TensorDataset (tensors
+            # already in memory) or an instance of such a Dataset class
+            f = self.function(sym)
+            return f is not None and bool(f.returns) and all(
+                d.rsplit(":", 1)[-1].partition("#")[0] == "TensorDataset"
+                or self.trivial_items(sym.module, d) for d in f.returns)
         if sym is None or sym.kind != "class":
             return False
         summary = self.klass(sym.module, sym.name)
