@@ -59,24 +59,40 @@ def test_identity_built_from_a_numpy_literal_and_moved_in_forward(tmp_path):
     assert "NumPy data" in run.findings[0].message
 
 
-def test_numpy_results_computed_on_the_host_are_not_rebuilt_constants(tmp_path):
-    """`torch.from_numpy(hist).cuda()` of a histogram the host computed must be copied:
-    no torch factory could have made it on the GPU."""
-    net = _net("""
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
+def test_numpy_uploads_the_gpu_could_avoid_and_those_it_cannot(tmp_path):
+    """Class weights or host-computed metrics uploaded every step could live on the GPU
+    (LT012); the batch the loader delivered, or an array a host routine filled in place,
+    has to be copied (no LT012)."""
+    src = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
 
-    def forward(self, x):
-        hist = np.bincount(np.arange(4), minlength=4)
-        scale = torch.from_numpy(hist).cuda()
-        grid = np.zeros((4, 4))
-        fill_grid(grid)
-        mask = torch.from_numpy(grid).cuda()
-        return self.fc(x) * scale * mask
-""", extra="def fill_grid(g):\n    g[0, 0] = 1\n")
-    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT012",))
-    assert found(run) == set()
+def fill_path(p):
+    p[0, 0] = 1
+
+def fit(model, opt, loader, cls_weights):
+    for batch in loader:
+        x = torch.from_numpy(batch.data).cuda()
+        weights = torch.from_numpy(cls_weights)
+        weights = weights.cuda()
+        out = model(x)
+        hits = np.bincount(out.argmax(1).cpu().numpy(), minlength=4)
+        hits_gpu = torch.from_numpy(hits).cuda()
+        path = np.zeros((4, 4))
+        fill_path(path)
+        align = torch.from_numpy(path).cuda()
+        loss = (out * weights).sum() + hits_gpu.sum() + align.sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+model = torch.nn.Linear(4, 4).cuda()
+fit(model, torch.optim.Adam(model.parameters()), DataLoader(list(range(8))), np.ones(4))
+"""
+    run = program(tmp_path, {"fit.py": src}, select=("LT012",))
+    assert found(run) == {("fit.py", line_of(src, "weights = weights.cuda()"), "LT012"),
+                          ("fit.py", line_of(src, "hits_gpu = "), "LT012")}
 
 
 def test_an_indexed_factory_in_a_loss_helper_called_per_batch(tmp_path):
@@ -601,3 +617,67 @@ for epoch in range(3):
 """,
     }
     assert found(program(tmp_path, files, select=("LT002",))) == set()
+
+
+
+def test_a_cache_keyed_like_its_test_is_filled_once(tmp_path):
+    """`if key not in basis: basis[key] = torch.from_numpy(mel).to(y.device)` runs once per
+    key; a cache filled under another key than the one tested is refilled every call."""
+    src = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+basis = {}
+
+def spectrogram(y, n):
+    key = str(n) + str(y.device)
+    if key not in basis:
+        basis[key] = torch.from_numpy(np.eye(n)).to(y.device)
+    if n not in basis:
+        basis[str(n) + "_"] = torch.from_numpy(np.eye(n)).to(y.device)
+    return y @ basis[key]
+
+model = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.Adam(model.parameters())
+for epoch in range(3):
+    for y in DataLoader(list(range(8))):
+        loss = model(spectrogram(y.cuda(), 4)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+    run = program(tmp_path, {"mel.py": src}, select=("LT012",))
+    assert found(run) == {("mel.py", line_of(src, 'basis[str(n) + "_"]'), "LT012")}
+
+
+def test_boolean_masks_index_tensors_of_unknown_device_and_update_in_place(tmp_path):
+    """`sim[~mask]` with `mask` a GPU bool tensor: `sim` (a parameter) must be on the GPU
+    too, so the selection syncs; `l[(u > 0) * (l == u)] -= 1` reads the selection first."""
+    src = """
+import torch
+from torch.utils.data import DataLoader
+
+def contrastive(sim, device):
+    mask = torch.eye(sim.shape[0], dtype=torch.bool).to(device)
+    return sim[~mask].mean()
+
+def project(l, u):
+    l[(u > 0) * (l == u)] -= 1
+    return l
+
+device = torch.device("cuda")
+model = torch.nn.Linear(4, 4).to(device)
+opt = torch.optim.Adam(model.parameters())
+for x in DataLoader(list(range(8))):
+    out = model(x.to(device))
+    b = out.floor().long()
+    idx = project(b, out.ceil().long())
+    loss = contrastive(out @ out.T, device) + idx.sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+    run = program(tmp_path, {"nce.py": src}, select=("LT001",))
+    assert found(run) == {("nce.py", line_of(src, "sim[~mask]"), "LT001"),
+                          ("nce.py", line_of(src, "-= 1"), "LT001")}

@@ -210,6 +210,8 @@ class ValueModel:
             left, right = self.kind(node.left, st), self.kind(node.right, st)
             if MASK in (left, right) and isinstance(node.op, (ast.BitAnd, ast.BitOr, ast.BitXor)):
                 return MASK
+            if left == MASK and right == MASK and isinstance(node.op, ast.Mult):
+                return MASK  # `(u > 0) * (l == u)`: bool times bool stays bool
             if GPU in (left, right) or MASK in (left, right):
                 return GPU
             if DERIVED in (left, right):

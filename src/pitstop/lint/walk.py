@@ -789,7 +789,11 @@ def _refills_cache(stmt: ast.If) -> bool:
     stored = {ast.unparse(t) for s in stmt.body if isinstance(s, (ast.Assign, ast.AnnAssign))
               for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
               if isinstance(t, (ast.Attribute, ast.Subscript))}
-    return bool(stored) and any(ast.unparse(n) in stored for n in ast.walk(stmt.test)
+    test = stmt.test
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
+        # `if key not in cache: cache[key] = ...` (the same key: a different one misses)
+        return f"{ast.unparse(test.comparators[0])}[{ast.unparse(test.left)}]" in stored
+    return bool(stored) and any(ast.unparse(n) in stored for n in ast.walk(test)
                                 if isinstance(n, (ast.Attribute, ast.Subscript)))
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname
-from pitstop.lint.context import GPU, MASK, ModuleContext, State
+from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname, root_name
+from pitstop.lint.context import CPU, GPU, MASK, ModuleContext, State
 from pitstop.lint.loops import is_env_step
 from pitstop.lint.values import CREATORS, DERIVED, stringish
 
@@ -154,6 +154,12 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
             elif _mixed_mask_index(ctx, t.slice, st) and ctx.kind(t.value, st) in (GPU, MASK):
                 _report(ctx, node, st, "indexes with a boolean GPU mask next to other indices, "
                         "which the host must turn into positions (a sync)", "boolean-mask")
+            elif isinstance(node, ast.AugAssign) and ctx.kind(t.slice, st) == MASK \
+                    and ctx.kind(t.value, st) != CPU:
+                # `l[mask] -= 1` reads `l[mask]` first: a gather whose size the host needs
+                _report(ctx, node, st, "updates the elements a boolean GPU mask selects, "
+                        "reading them first (`x[mask]`): the host must learn their number",
+                        "boolean-mask")
         return
     if isinstance(node, ast.Slice):
         for part in (node.lower, node.upper, node.step):
@@ -169,8 +175,12 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
             _report(ctx, node.value, st, "formats a GPU tensor into a string, copying it to the "
                     "host", "format")
     elif isinstance(node, ast.Subscript):
-        if isinstance(node.ctx, ast.Load) and (ctx.kind(node.slice, st) == MASK or _mixed_mask_index(
-                ctx, node.slice, st)) and ctx.kind(node.value, st) in (GPU, MASK):
+        # (a tensor that a GPU mask can index is on the GPU itself, known or not)
+        if isinstance(node.ctx, ast.Load) and (
+                (ctx.kind(node.slice, st) == MASK and ctx.kind(node.value, st) != CPU
+                 and root_name(node.value) not in st.batch)
+                or (_mixed_mask_index(ctx, node.slice, st)
+                    and ctx.kind(node.value, st) in (GPU, MASK))):
             _report(ctx, node, st, "indexes with a boolean GPU mask, whose result size the host "
                     "must read back", "boolean-mask")
     elif isinstance(node, ast.BinOp):

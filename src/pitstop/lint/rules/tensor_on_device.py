@@ -4,6 +4,7 @@ hot loop, where ``device=`` at creation would do."""
 from __future__ import annotations
 
 import ast
+import re
 
 from pitstop.lint.astutil import callee_tail, kwarg, qualname
 from pitstop.lint.context import GPU, ModuleContext, State
@@ -64,7 +65,7 @@ def _unfilled_value(ctx: ModuleContext, name: ast.Name, *, numpy: bool = False
     return last.value
 
 
-def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
+def _creator(ctx: ModuleContext, node: ast.AST, st: State | None = None) -> ast.Call | None:
     """The torch factory call a moved expression is built from: `torch.zeros(n)`, also
     inside `(torch.ones(k) * i)` or `torch.LongTensor(r).unsqueeze(0).expand_as(x)`."""
     for _ in range(12):
@@ -75,7 +76,7 @@ def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
             node = value
             continue
         if isinstance(node, ast.BinOp):
-            left = _creator(ctx, node.left)
+            left = _creator(ctx, node.left, st)
             node = left if left is not None else node.right
             continue
         if isinstance(node, ast.Compare):  # `(labels[None] == labels[:, None]).float()`
@@ -97,7 +98,8 @@ def _creator(ctx: ModuleContext, node: ast.AST) -> ast.Call | None:
         if qn.startswith("torch.") and (tail in CREATORS or tail in LEGACY) \
                 and kwarg(node, "device") is None:
             return node
-        if qn == "torch.from_numpy" and node.args and _numpy_constant(ctx, node.args[0]):
+        if qn == "torch.from_numpy" and node.args and _numpy_upload_avoidable(
+                ctx, node.args[0], st):
             return node  # `torch.from_numpy(np.eye(3))`: a torch factory could build it there
         if qn in _WRAPPERS and len(node.args) == 1:
             node = node.args[0]
@@ -117,6 +119,59 @@ _NUMPY_FACTORIES = frozenset({"eye", "identity", "zeros", "ones", "full", "arang
                               "tri", "triu", "tril"})
 _NUMPY_LITERAL = frozenset({"array", "asarray"})  # ... from a literal or a range
 _NUMPY_REPEATS = frozenset({"repeat", "tile"})
+
+
+# names of arrays made once and reused: weights, anchors, lookup tables, windows, bases
+TABLE_NAME_RE = re.compile(r"weight|anchor|table|basis|window|grid|prior|eye|ident|perm",
+                           re.IGNORECASE)
+
+
+def _numpy_upload_avoidable(ctx: ModuleContext, node: ast.AST, st: State | None) -> bool:
+    """Is the NumPy data uploaded every iteration something the GPU could make or keep:
+    constants (`np.eye(3)`), tables built from settings (`mel_fn(sr, n_fft)`), random
+    draws (`np.random.choice`), weights handed in (`cls_weights`), host results of GPU
+    values (`metric(pred.cpu().numpy())`)? Not data read from storage or delivered by the
+    loader (it has to go up), nor an array a host routine filled in place."""
+    if _numpy_constant(ctx, node):
+        return True
+    batch = st.batch if st is not None else set()
+    while isinstance(node, (ast.Subscript, ast.Attribute)) or (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _NUMPY_VIEWS):
+        node = node.value if not isinstance(node, ast.Call) else node.func.value  # type: ignore[union-attr]
+    if not isinstance(node, ast.Name) or node.id in batch:
+        return False
+    scope = ctx.scope_of(node)
+    assigned = ctx.index.scoped_assigns.get((scope, node.id), ())
+    if any(a.lineno < node.lineno for a in assigned):
+        value = _unfilled_value(ctx, node, numpy=True)
+        return value is not None and _made_on_the_host(ctx, value, batch)
+    # a parameter: what its name says it is (`cls_weights`, `anchors`: made once;
+    # `points`, `feats`: data); a name from elsewhere: unknown
+    params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args,
+                              *scope.args.kwonlyargs)} if scope is not None else set()
+    return node.id in params and TABLE_NAME_RE.search(node.id) is not None
+
+
+_NUMPY_VIEWS = frozenset({"astype", "reshape", "copy", "transpose", "flatten", "ravel"})
+# what reads data rather than making it
+READS_RE = re.compile(r"memmap|load|read|fromfile|frombuffer|genfromtxt|decode|open|imread",
+                      re.IGNORECASE)
+
+
+def _made_on_the_host(ctx: ModuleContext, value: ast.expr, batch: set[str]) -> bool:
+    """Is ``value`` made by the program rather than read: a constant, a random draw, a
+    table computed from settings, or a host copy of GPU results (`.cpu()` inside)?"""
+    if _numpy_constant(ctx, value):
+        return True
+    calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
+    if any(READS_RE.search(callee_tail(c)) for c in calls):
+        return False
+    if any(callee_tail(c) == "cpu" for c in calls):
+        return True  # (metrics of the GPU's predictions against the labels)
+    if any(isinstance(n, ast.Name) and n.id in batch for n in ast.walk(value)):
+        return False
+    return bool(calls)
 
 
 def _numpy_constant(ctx: ModuleContext, node: ast.AST) -> bool:
@@ -234,7 +289,7 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         return
     inner = node.func.value
     direct = True  # `torch.zeros(n).to(d)`; else the creator is deeper in the expression
-    creator = _creator(ctx, inner)
+    creator = _creator(ctx, inner, st)
     maker: str | None = None  # the helper that builds it, when another function does
     if creator is None:
         found = _returned_creator(ctx, inner, st)
