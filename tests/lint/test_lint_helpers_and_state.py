@@ -681,3 +681,56 @@ for x in DataLoader(list(range(8))):
     run = program(tmp_path, {"nce.py": src}, select=("LT001",))
     assert found(run) == {("nce.py", line_of(src, "sim[~mask]"), "LT001"),
                           ("nce.py", line_of(src, "-= 1"), "LT001")}
+
+
+def test_a_model_built_by_a_factory_runs_the_override_of_its_base_method(tmp_path):
+    """`model = define_model(opt)` (a factory that imports its class by name) then
+    `model.feed_data(batch)`: of the base's `feed_data` and its one override, the override
+    runs -- and copies the pinned batch without non_blocking (LT008)."""
+    files = {
+        "models/base.py": """
+class ModelBase:
+    def __init__(self, opt):
+        self.device = "cuda"
+
+    def feed_data(self, data):
+        pass
+""",
+        "models/plain.py": """
+import torch
+from models.base import ModelBase
+
+class ModelPlain(ModelBase):
+    def __init__(self, opt):
+        super().__init__(opt)
+        self.net = torch.nn.Conv2d(3, 3, 3).to(self.device)
+        self.opt = torch.optim.Adam(self.net.parameters())
+
+    def feed_data(self, data):
+        self.L = data["L"].to(self.device)
+
+    def optimize_parameters(self):
+        loss = self.net(self.L).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+""",
+        "train.py": """
+import importlib
+from torch.utils.data import DataLoader
+
+def define_model(opt):
+    cls = getattr(importlib.import_module("models." + opt["model"]), opt["class"])
+    return cls(opt)
+
+model = define_model({"model": "plain", "class": "ModelPlain"})
+loader = DataLoader(list(range(8)), batch_size=2, num_workers=2, pin_memory=True,
+                    persistent_workers=True)
+for epoch in range(100):
+    for batch in loader:
+        model.feed_data(batch)
+        model.optimize_parameters()
+""",
+    }
+    run = program(tmp_path, files, select=("LT008",))
+    assert found(run) == {("plain.py", line_of(files["models/plain.py"], 'data["L"]'), "LT008")}

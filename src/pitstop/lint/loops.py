@@ -153,7 +153,7 @@ class LoopModel:
                 return False
             k = st.env.get(name)
             if k is not None:
-                return is_loader_kind(k)
+                return is_loader_kind(k) or self._iterable_object(k)
             if name in ctx.index.loader_names:
                 return True
             if LOADERISH_RE.search(name.rsplit(".", 1)[-1]):
@@ -171,6 +171,14 @@ class LoopModel:
         if isinstance(it, ast.Subscript):
             return self._batchy(it.value, st, depth + 1)
         return False
+
+    def _iterable_object(self, kind: str) -> bool:
+        """An object of a program class with `__iter__` (`LMOrderedIterator` over a
+        corpus): what a loop over it gets per iteration is the program's batch."""
+        if not kind.startswith("obj@"):
+            return False
+        module, _, cls = kind[4:].partition("|")
+        return self.ctx.program.class_is_iterable(module, cls)
 
     def loop_batches(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> bool:
         """Does this loop take a batch per iteration (for over a batch source, or a while

@@ -49,6 +49,13 @@ GENERIC_METHODS = frozenset({
     "init", "build", "setup", "call", "compute", "evaluate", "test", "validate", "loss",
     "encode", "decode", "act", "learn", "detach", "numpy", "size", "view", "reshape",
     "register_buffer", "register_parameter", "register_forward_hook", "zero_", "requires_grad_",
+    # tensor methods: a local tensor's, not a class of the program
+    "dim", "numel", "any", "all", "sum", "mean", "max", "min", "norm", "clone",
+    "contiguous", "permute", "transpose", "unsqueeze", "squeeze", "expand", "expand_as",
+    "repeat", "chunk", "split", "index_select", "masked_fill", "masked_fill_", "fill_",
+    "copy_", "add_", "mul_", "type", "type_as", "view_as", "new_zeros", "new_ones",
+    "new_tensor", "tolist", "long", "int", "bool", "argmax", "softmax", "topk", "gather",
+    "scatter", "flatten", "nonzero", "masked_select", "narrow", "float_", "exp",
 })
 PLACED = "!gpu"  # a loader passed through accelerator.prepare(): batches arrive placed
 
@@ -327,7 +334,13 @@ class Program(ProgramModules, ProgramReach):
         """What a call's callee names: ``f``, ``mod.f``, ``Class.method``, or a descriptor
         with an attribute path (``attr:Trainer.scaler``, ``param:train.scaler.step``)."""
         if ":" not in name:
-            return self.lookup(key, name)
+            found = self.lookup(key, name)
+            head, _, method = name.rpartition(".")
+            if found is None and head and "." not in head and self._untyped(key, head):
+                # `model.feed_data(batch)` with `model = define_Model(opt)` (built by a
+                # factory the program model cannot follow)
+                return self._duck_method(method)
+            return found
         kind, _, rest = name.partition(":")
         if kind == "val":  # a value that is called: a function, or an object's __call__
             r = self.resolve(key, rest)
@@ -529,9 +542,20 @@ class Program(ProgramModules, ProgramReach):
                     out.append((key, f"{name}.{method}"))
         return tuple(sorted(set(out)))
 
+    def _untyped(self, key: str, name: str) -> bool:
+        """Is ``name`` (in module ``key``) something the program model cannot type: not a
+        module, class or function, and a value whose descriptor resolves to nothing?"""
+        sym = self.lookup(key, name)
+        if sym is None:  # (an import of a library, `torch.cat`, is typed: not ours)
+            s = self.modules.get(key)
+            return s is not None and not any(i.local == name for i in s.imports)
+        return sym.kind == "value" and self.resolve(sym.module, sym.desc) is None
+
     def _duck_method(self, method: str) -> Sym | None:
-        """`model.train_a_batch(x, y)` on a parameter whose callers the run does not show:
-        the one class of the program that defines a method of that distinctive name."""
+        """`model.train_a_batch(x, y)` on an object the program model cannot type (a
+        parameter whose callers the run does not show, a factory's result): the one class
+        of the program that defines a method of that distinctive name (of a base and its
+        one override, the override)."""
         if method in GENERIC_METHODS or method.startswith("__"):
             return None
         by_name = self._memo.get(("methods_by_name",))
@@ -543,6 +567,9 @@ class Program(ProgramModules, ProgramReach):
                         by_name.setdefault(m, []).append((key, name))
             self._memo[("methods_by_name",)] = by_name
         owners = by_name.get(method, [])
+        if len(owners) > 1:  # a base's method and its one override: the override runs
+            bases = {(k, c) for k, c in owners if self.overrides(k, c, method)}
+            owners = [o for o in owners if o not in bases]
         if len(owners) != 1:
             return None
         key, cls = owners[0]
@@ -571,6 +598,12 @@ class Program(ProgramModules, ProgramReach):
         summary = self.klass(sym.module, sym.name)
         own = set(summary.methods) if summary is not None else set()
         return "custom" if own & ITERATION_METHODS else "plain"
+
+    @query
+    def class_is_iterable(self, module: str, cls: str) -> bool:
+        """Does the program's class ``cls`` define ``__iter__``?"""
+        summary = self.klass(module, cls)
+        return summary is not None and "__iter__" in summary.methods
 
     @query
     def class_iterates_batches(self, module: str, cls: str) -> bool:
