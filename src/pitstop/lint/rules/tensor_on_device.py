@@ -135,10 +135,14 @@ def _numpy_upload_avoidable(ctx: ModuleContext, node: ast.AST, st: State | None)
     if _numpy_constant(ctx, node):
         return True
     batch = st.batch if st is not None else set()
-    while isinstance(node, (ast.Subscript, ast.Attribute)) or (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in _NUMPY_VIEWS):
-        node = node.value if not isinstance(node, ast.Call) else node.func.value  # type: ignore[union-attr]
+    while True:  # `cls_weights[None].astype(np.float32)`: the array it is a view of
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _NUMPY_VIEWS:
+            node = node.func.value
+        else:
+            break
     if not isinstance(node, ast.Name) or node.id in batch:
         return False
     scope = ctx.scope_of(node)
