@@ -177,8 +177,9 @@ class ProgramReach:
     def _reached_dynamically(self, key: str) -> set[str]:
         """Model definitions (modules of nn.Module classes, no training of their own) that
         no module of the run imports: something reaches them by name -- a registry,
-        `construct_class_by_name("training.networks.Generator")`, a config -- so they run
-        with the programs of the run (their layers and precision count)."""
+        `construct_class_by_name("training.networks.Generator")`,
+        `importlib.import_module(args.model)` -- so they and what they import run with the
+        programs of the run (their layers and precision count)."""
         memo_key = ("dynamic", "")
         if memo_key not in self._memo:
             found: set[str] = set()
@@ -192,11 +193,16 @@ class ProgramReach:
         found = self._memo[memo_key]
         if key in found:
             return set()
-        # only next to this program: its folder, or the package it is in
+        # only next to this program: its folder (and the folders below it: `models/` beside
+        # the script), or the package it is in; with what those modules import
         here = os.path.dirname(key)
         top = self._package_top(here)
-        return {m for m in found if os.path.dirname(m) == here or (
+        near = {m for m in found if m.startswith(here + os.sep) or (
             top != here and m.startswith(top + os.sep))}
+        out: set[str] = set()
+        for m in sorted(near):
+            out |= self._closure(m)
+        return out
 
     def facts(self, key: str) -> set[str]:
         """The program facts of every module that runs with ``key``."""

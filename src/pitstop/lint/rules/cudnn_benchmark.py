@@ -1,8 +1,9 @@
 """LT005 cudnn-benchmark: a convolutional GPU training program without the cuDNN autotuner.
 
 Image convolutions run on fixed-size crops as a rule; 1-d convolutions in a program with
-recurrent layers run over sequences of varying length, where the autotuner would time its
-algorithms again for every new length (left out)."""
+recurrent layers or token embeddings run over sequences of varying length, where the
+autotuner would time its algorithms again for every new length (left out); 1-d
+convolutions over point sets or fixed windows keep the advice."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def check(ctx: ModuleContext) -> None:
                             (Edit("replace_literal", line, ctx.char_column(line, value.col_offset),
                                   "False", value="True"),)),
                     condition=ANY.join(("+image_conv -deterministic",
-                                        "+has_conv -has_rnn -deterministic")),
+                                        "+has_conv -has_rnn -has_embedding -deterministic")),
                 )
     loop = first_gpu_train_loop(ctx)
     if loop is None or explicit_false or "cudnn_benchmark_true" in ctx.facts:
@@ -64,5 +65,5 @@ def check(ctx: ModuleContext) -> None:
         fix=insert_after_imports(ctx, "torch.backends.cudnn.benchmark = True",
                     "turn the cuDNN autotuner on after the imports"),
         condition=ANY.join(("+image_conv -cudnn_benchmark_true -deterministic",
-                            "+has_conv -has_rnn -cudnn_benchmark_true -deterministic")),
+                            "+has_conv -has_rnn -has_embedding -cudnn_benchmark_true -deterministic")),
     )
