@@ -734,3 +734,249 @@ for epoch in range(100):
     }
     run = program(tmp_path, files, select=("LT008",))
     assert found(run) == {("plain.py", line_of(files["models/plain.py"], 'data["L"]'), "LT008")}
+
+
+# ---------------------------------------------------------------- review of the round
+LOOP = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+model = torch.nn.Linear(4, 4).cuda()
+opt = torch.optim.Adam(model.parameters())
+"""
+
+
+def test_environment_observations_and_per_batch_weights_must_be_uploaded(tmp_path):
+    """An env's observation (`obs, r, done, info = env.step(a.cpu().numpy())`) and the
+    per-batch `sample_weights` a replay buffer hands back are data, not tables."""
+    src = LOOP + """
+def train_step(x, sample_weights):
+    w = torch.from_numpy(sample_weights).cuda()
+    loss = (model(x) * w).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss
+
+obs = env.reset()
+for t in range(1000):
+    obs_t = torch.from_numpy(obs).float().cuda()
+    action = model(obs_t)
+    obs, r, done, info = env.step(action.detach().cpu().numpy())
+    train_step(obs_t, replay.importance_weights(4))
+"""
+    assert found(program(tmp_path, {"rl.py": src}, select=("LT012",))) == set()
+
+
+def test_a_running_average_updated_when_present_is_per_step(tmp_path):
+    """`if self.smooth is not None: self.smooth = 0.9 * self.smooth + loss.item()` runs
+    every step: it is no cache refill."""
+    src = LOOP + """
+class Meter:
+    def __init__(self):
+        self.smooth = None
+
+    def update(self, loss):
+        if self.smooth is not None:
+            self.smooth = 0.9 * self.smooth + 0.1 * loss.item()
+        else:
+            self.smooth = loss.item()
+
+meter = Meter()
+for x in DataLoader(list(range(8))):
+    loss = model(x.cuda()).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    meter.update(loss)
+"""
+    run = program(tmp_path, {"avg.py": src}, select=("LT001",))
+    assert ("avg.py", line_of(src, "0.9 * self.smooth"), "LT001") in found(run)
+
+
+def test_a_no_grad_metric_helper_does_not_cover_the_model_call(tmp_path):
+    """The loop runs `model(x)` with autograd on; only `accuracy()` (which the loop also
+    calls) turns it off inside: still LT013."""
+    src = LOOP + """
+def accuracy(logits, y):
+    with torch.no_grad():
+        return (logits.argmax(1) == y).float().mean()
+
+def evaluate(loader):
+    model.eval()
+    accs = []
+    for x, y in loader:
+        logits = model(x.cuda())
+        accs.append(accuracy(logits, y.cuda()))
+    return accs
+
+for epoch in range(5):
+    for x, y in DataLoader(list(range(8))):
+        loss = model(x.cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    evaluate(DataLoader(list(range(8))))
+"""
+    run = program(tmp_path, {"ev.py": src}, select=("LT013",))
+    assert found(run) == {("ev.py", line_of(src, "for x, y in loader:"), "LT013")}
+
+
+VAE = """
+import torch
+from torch import nn
+
+class VAE(nn.Module):
+    def __init__(self, d, variational=False):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.variational = variational
+
+    def forward(self, x):
+        if self.variational:
+            print(self.fc(x).mean().item())
+        return self.fc(x)
+"""
+
+
+def test_a_switch_turned_on_in_another_module_by_keyword_position_or_kwargs(tmp_path):
+    """`VAE(16, variational=True)` in train.py turns the switch on, as `VAE(16, True)` and
+    `VAE(16, **cfg)` may: the finding is the same whether the code is in one file or two."""
+    train = """
+import torch
+from torch.utils.data import DataLoader
+from vae import VAE
+
+model = VAE(16, ARGS).cuda()
+opt = torch.optim.Adam(model.parameters())
+for x in DataLoader(list(range(8))):
+    loss = model(x.cuda()).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+    line = line_of(VAE, ".item()")
+    for i, args in enumerate(("variational=True", "True", "**cfg")):
+        files = {"vae.py": VAE, "train.py": train.replace("ARGS", args)}
+        run = program(tmp_path / str(i), files, select=("LT001",))
+        assert found(run) == {("vae.py", line, "LT001")}, args
+    off = {"vae.py": VAE, "train.py": train.replace("ARGS", "variational=False")}
+    assert found(program(tmp_path / "off", off, select=("LT001",))) == set()
+
+
+def test_a_library_object_is_not_duck_typed_onto_a_program_class(tmp_path):
+    """`writer = SummaryWriter(...)`; `writer.add_scalars(...)` is the library's, not the
+    unused `CsvLog.add_scalars` of utils.py (whose `.item()` runs nowhere)."""
+    files = {"train.py": LOOP + """
+from torch.utils.tensorboard import SummaryWriter
+
+writer = SummaryWriter("runs")
+for x in DataLoader(list(range(8))):
+    loss = model(x.cuda()).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    writer.add_scalars("loss", {"l": loss}, 0)
+""", "utils.py": """
+class CsvLog:
+    def add_scalars(self, tag, values, step):
+        for k, v in values.items():
+            print(v.item())
+"""}
+    run = program(tmp_path, files, select=("LT001",))
+    assert {f for f in found(run) if f[0] == "utils.py"} == set()
+
+
+def test_conv_bn_pairs_of_attributes_only_where_they_make_the_sequential(tmp_path):
+    """`nn.Sequential(self.conv, self.bn)` pairs them; `for m in [self.conv, self.bn]:` is
+    no layer order; a BatchNorm applied under `if self.use_bn:` gets no automatic fix."""
+    net = _net("""
+    def __init__(self, use_bn=True):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.head = nn.Conv2d(8, 8, 1)
+        self.norm = nn.BatchNorm2d(8)
+        self.trunk = nn.Sequential(self.conv, self.bn)
+        self.use_bn = use_bn
+        self.c2 = nn.Conv2d(8, 8, 3)
+        self.b2 = nn.BatchNorm2d(8)
+
+    def freeze(self):
+        for m in [self.head, self.norm]:
+            m.eval()
+
+    def forward(self, x):
+        x = self.c2(self.trunk(x))
+        if self.use_bn:
+            x = self.b2(x)
+        return self.head(self.norm(x))
+""", extra="")
+    run = program(tmp_path, {"train.py": TRAIN, "net.py": net}, select=("LT016",))
+    assert found(run) == {("net.py", line_of(net, "self.conv = nn.Conv2d"), "LT016"),
+                          ("net.py", line_of(net, "self.c2 = nn.Conv2d"), "LT016")}
+    c2 = next(f for f in run.findings if f.line == line_of(net, "self.c2 = nn.Conv2d"))
+    assert c2.fix is None
+
+
+def test_a_dataset_factory_returning_a_dotted_tensor_dataset(tmp_path):
+    files = {
+        "data.py": """
+import torch
+import torch.utils.data as tud
+
+def make_dataset(n):
+    return tud.TensorDataset(torch.zeros(n, 4), torch.zeros(n))
+""",
+        "train.py": LOOP + """
+from data import make_dataset
+
+for epoch in range(3):
+    for x, y in DataLoader(make_dataset(8), batch_size=2):
+        loss = model(x.cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""",
+    }
+    assert found(program(tmp_path, files, select=("LT002",))) == set()
+
+
+def test_a_batch_buffer_filled_with_the_rows_as_they_are(tmp_path):
+    """`ids[i, :len(s)] = s` for each sequence of the batch: a batch built on the host."""
+    src = LOOP + """
+def collate(seqs):
+    ids = torch.zeros(len(seqs), 8, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = s
+    return ids
+
+for epoch in range(3):
+    for seqs in DataLoader(list(range(8))):
+        ids = collate(seqs).cuda()
+        loss = model(ids.float()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+    assert found(program(tmp_path, {"c.py": src}, select=("LT012",))) == set()
+
+
+def test_a_gpu_value_on_a_branch_that_leaves_the_iteration_does_not_reach_below(tmp_path):
+    src = LOOP + """
+for step, x in enumerate(DataLoader(list(range(8)))):
+    loss = model(x.cuda()).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if step % 100 == 0:
+        status = loss.detach()
+        print(status.item())
+        continue
+    else:
+        status = "running"
+    print(f"step {step}: {status}")
+"""
+    run = program(tmp_path, {"b.py": src}, select=("LT001",))
+    assert ("b.py", line_of(src, 'print(f"step'), "LT001") not in found(run)

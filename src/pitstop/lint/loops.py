@@ -90,7 +90,8 @@ class LoopModel:
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
         self._step_memo: dict[ast.Call, bool] = {}
-        self._runs_model_memo: dict[ast.AST, bool] = {}
+        self._runs_model_memo: dict[tuple[ast.AST, int], bool] = {}
+        self._turned_on: set[str] | None = None
 
     # ------------------------------------------------------------------ steps
     def call_steps(self, call: ast.Call, st: State) -> bool:
@@ -153,7 +154,7 @@ class LoopModel:
                 return False
             k = st.env.get(name)
             if k is not None:
-                return is_loader_kind(k) or self._iterable_object(k)
+                return is_loader_kind(k)
             if name in ctx.index.loader_names:
                 return True
             if LOADERISH_RE.search(name.rsplit(".", 1)[-1]):
@@ -171,14 +172,6 @@ class LoopModel:
         if isinstance(it, ast.Subscript):
             return self._batchy(it.value, st, depth + 1)
         return False
-
-    def _iterable_object(self, kind: str) -> bool:
-        """An object of a program class with `__iter__` (`LMOrderedIterator` over a
-        corpus): what a loop over it gets per iteration is the program's batch."""
-        if not kind.startswith("obj@"):
-            return False
-        module, _, cls = kind[4:].partition("|")
-        return self.ctx.program.class_is_iterable(module, cls)
 
     def loop_batches(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> bool:
         """Does this loop take a batch per iteration (for over a batch source, or a while
@@ -240,11 +233,11 @@ class LoopModel:
                     and ctx.index.method(cls, node.func.attr) is not None
                     for node in iter_shallow(body, into_loops=False))
         if not calls_model:  # `pred, true = self._process_one_batch(...)` runs `self.model`
-            calls_model = any(isinstance(node, ast.Call) and self._helper_runs_model(node, st)
+            calls_model = any(isinstance(node, ast.Call) and self.helper_runs_model(node, st)
                               for node in iter_shallow(body, into_loops=False))
         return calls_model
 
-    def _helper_runs_model(self, call: ast.Call, st: State, depth: int = 0) -> bool:
+    def helper_runs_model(self, call: ast.Call, st: State, depth: int = 0) -> bool:
         """Is ``call`` a function of the program whose body calls a model (itself, or
         through helpers of its own, three calls deep: `self.correct(x)` ->
         `self.set_forward(x)` -> `self.feature(x)`)?"""
@@ -255,16 +248,16 @@ class LoopModel:
             return False
         tctx, fn = target
         memo = self._runs_model_memo
-        if fn in memo:
-            return memo[fn]
-        memo[fn] = False  # recursion
+        if (fn, depth) in memo:  # (the depth left decides what can be found)
+            return memo[fn, depth]
+        memo[fn, depth] = False  # recursion
         inner = State(func=fn)
         calls = [n for stmt in fn.body for n in ast.walk(stmt) if isinstance(n, ast.Call)]
         found = any(tctx.values.is_model_callee(n.func, inner)
                     and callee_tail(n) not in MODEL_HOUSEKEEPING for n in calls) or (
-            depth < 2 and any(tctx.loops._helper_runs_model(n, inner, depth + 1)
+            depth < 2 and any(tctx.loops.helper_runs_model(n, inner, depth + 1)
                               for n in calls))
-        memo[fn] = found
+        memo[fn, depth] = found
         return found
 
     def could_have_hot_loops(self) -> bool:
@@ -482,14 +475,16 @@ class LoopModel:
     def _opt_in_attribute(self, attr: str, method: ast.FunctionDef | ast.AsyncFunctionDef
                           ) -> bool:
         """`if self.variational:` where `__init__(self, ..., variational=False)` stores
-        `self.variational = variational` and no call in the module passes the keyword
-        a value other than False/None: off unless the user builds the object with it."""
+        `self.variational = variational` and no call in the program passes it anything but
+        False/None (by keyword, position or `**kw`); `self.binaryCE = False` that no other
+        assignment in the module turns on; `self.flag = args.flag` of an option that
+        defaults off: off unless the user builds or configures the object so."""
         from pitstop.lint.walk import State
 
         index = self.ctx.index
         cls = index.class_of.get(method)
         init = index.method(cls, "__init__") if cls is not None else None
-        if init is None:
+        if init is None or cls is None:
             return False
         for stmt in ast.walk(init):
             if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
@@ -498,10 +493,8 @@ class LoopModel:
                 continue
             if isinstance(stmt.value, ast.Name):
                 param = stmt.value.id
-                if param_default(init, param) is not False:
-                    return False
-                return re.search(rf"\b{param}\s*=\s*(?![\s=]|False\b|None\b|{param}\b)",
-                                 self.ctx.text) is None
+                return param_default(init, param) is False and not self.ctx.program.switched_on(
+                    self.ctx.key, f"{cls.name}.__init__", param)
             if isinstance(stmt.value, (ast.Attribute, ast.Subscript)) \
                     and not (isinstance(stmt.value, ast.Attribute)
                              and dotted(stmt.value.value) == "self"):
@@ -509,11 +502,22 @@ class LoopModel:
                 return self._opt_in(stmt.value, State(func=init))
             if isinstance(stmt.value, ast.Constant) and stmt.value.value is False:
                 # `self.binaryCE = False` (set by whoever builds the model, when asked)
-                return re.search(rf"\.{attr}\s*=\s*(?![\s=]|False\b|None\b)",
-                                 self.ctx.text) is None
+                return not self._turned_on_elsewhere(attr)
             return False
         return False
 
+    def _turned_on_elsewhere(self, attr: str) -> bool:
+        """Does an assignment `x.attr = value` of this module (other than a False/None
+        literal) turn the attribute on?"""
+        memo = self._turned_on
+        if memo is None:
+            memo = self._turned_on = set()
+            for name, assigns in self.ctx.index.assigns_by_name.items():
+                if "." in name and any(
+                        not (isinstance(a.value, ast.Constant) and a.value.value in (False, None))
+                        for a in assigns):
+                    memo.add(name.rsplit(".", 1)[-1])
+        return attr in memo
 
 # methods of a model that do not run it
 MODEL_HOUSEKEEPING = frozenset({"parameters", "train", "eval", "state_dict", "to", "cuda",

@@ -61,7 +61,7 @@ class ProgramClasses:
             # already in memory) or an instance of such a Dataset class
             f = self.function(sym)
             return f is not None and bool(f.returns) and all(
-                d.rsplit(":", 1)[-1].partition("#")[0] == "TensorDataset"
+                d.rsplit(":", 1)[-1].partition("#")[0].rsplit(".", 1)[-1] == "TensorDataset"
                 or self.trivial_items(sym.module, d) for d in f.returns)
         if sym is None or sym.kind != "class":
             return False
@@ -133,7 +133,9 @@ class ProgramClasses:
         if sym is None:  # (an import of a library, `torch.cat`, is typed: not ours)
             s = self.modules.get(key)
             return s is not None and not any(i.local == name for i in s.imports)
-        return sym.kind == "value" and self.resolve(sym.module, sym.desc) is None
+        # (`writer = SummaryWriter(...)`: an instance of a library class is typed too)
+        return sym.kind == "value" and "imp:" not in (sym.desc or "") \
+            and self.resolve(sym.module, sym.desc) is None
 
     def _duck_method(self, method: str) -> Sym | None:
         """`model.train_a_batch(x, y)` on an object the program model cannot type (a
@@ -182,12 +184,6 @@ class ProgramClasses:
         summary = self.klass(sym.module, sym.name)
         own = set(summary.methods) if summary is not None else set()
         return "custom" if own & ITERATION_METHODS else "plain"
-
-    @query
-    def class_is_iterable(self, module: str, cls: str) -> bool:
-        """Does the program's class ``cls`` define ``__iter__``?"""
-        summary = self.klass(module, cls)
-        return summary is not None and "__iter__" in summary.methods
 
     @query
     def class_iterates_batches(self, module: str, cls: str) -> bool:

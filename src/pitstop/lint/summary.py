@@ -122,6 +122,10 @@ class CallSite:
     kwargs: tuple[tuple[str, str], ...]
     line: int
     in_loop: bool = False  # made inside a loop (a function called once per epoch, say)
+    # the keywords and positions passed something other than a False/None/0 literal, and
+    # whether `*args`/`**kw` may pass anything (`Block(c, use_bn=True)`: "use_bn", 0)
+    on: tuple[str | int, ...] = ()
+    star: bool = False
 
 
 @dataclass
@@ -615,11 +619,38 @@ def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
                      for a in call.args)
         kwargs = tuple((k.arg, x) for k in call.keywords if k.arg
                        for x in [d.describe(k.value, scope)] if x)
-        if not any(args) and not kwargs and not in_loop:
+        on = tuple([i for i, a in enumerate(call.args) if not _off_value(index, scope, a)]
+                   + [k.arg for k in call.keywords
+                      if k.arg and not _off_value(index, scope, k.value)])
+        star = any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords)
+        if not any(args) and not kwargs and not in_loop and not on and not star:
             continue
         caller = index.qualname_of(scope) if scope is not None else ""
-        out.append(CallSite(callee, caller, args, kwargs, call.lineno, in_loop))
+        out.append(CallSite(callee, caller, args, kwargs, call.lineno, in_loop, on, star))
     return out
+
+
+def _off_literal(node: ast.AST | None) -> bool:
+    """`False`, `None`, `0`: an argument that leaves a switch off."""
+    return isinstance(node, ast.Constant) and node.value in (False, None, 0) \
+        and not isinstance(node.value, str)
+
+
+def _off_value(index: ModuleIndex, scope: FuncDef | None, node: ast.AST) -> bool:
+    """An off literal, or a name every assignment of which (in the function, else at
+    the top of the module) is one: `focal_loss = False` ... `Loss(focal_loss=focal_loss)`."""
+    if _off_literal(node):
+        return True
+    if not isinstance(node, ast.Name):
+        return False
+    for owner in (scope, None):
+        assigns = index.scoped_assigns.get((owner, node.id))
+        if assigns:
+            return all(_off_literal(a.value) for a in assigns)
+        if owner is None:
+            break
+    return False
 
 
 def _loaderish(d: str | None) -> bool:

@@ -374,7 +374,9 @@ class Walker:
                 and ctx.values.kind(stmt.test, st) in (GPU, MASK)
             self.walk_body(stmt.body, replace(st, rare=True) if st.hot and (
                 rare or checks_data or self._leaves_loop(stmt.body, st)) else st)
-            after_body = dict(st.env) if stmt.orelse else None
+            # (a body that ends in `continue`/`break`/`return`/`raise` reaches no code below)
+            after_body = dict(st.env) if stmt.orelse and not (stmt.body and isinstance(
+                stmt.body[-1], (ast.Continue, ast.Break, ast.Return, ast.Raise))) else None
             self.walk_body(stmt.orelse, replace(st, rare=True) if st.hot and stmt.orelse
                            and self._leaves_loop(stmt.orelse, st) else st)
             if after_body:  # a GPU value on one branch may be what reaches the code below
@@ -793,8 +795,23 @@ def _refills_cache(stmt: ast.If) -> bool:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
         # `if key not in cache: cache[key] = ...` (the same key: a different one misses)
         return f"{ast.unparse(test.comparators[0])}[{ast.unparse(test.left)}]" in stored
-    return bool(stored) and any(ast.unparse(n) in stored for n in ast.walk(test)
-                                if isinstance(n, (ast.Attribute, ast.Subscript)))
+    return bool(stored) and _tests_staleness(test) and any(
+        ast.unparse(n) in stored for n in ast.walk(test)
+        if isinstance(n, (ast.Attribute, ast.Subscript)))
+
+
+def _tests_staleness(test: ast.expr) -> bool:
+    """Does ``test`` ask whether a cached value is missing or stale (`is None`, `not x`,
+    `!=`, `not hasattr(...)`, either of those), not whether it is there (`is not None`)?"""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(_tests_staleness(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        return isinstance(op, ast.NotEq) or (
+            isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None)
+    return False
 
 
 # iterators of (name, tensor) pairs

@@ -310,12 +310,16 @@ def check(ctx: ModuleContext) -> None:
             if len(seq) == 1 and isinstance(seq[0], (ast.List, ast.Tuple)):
                 seq = seq[0].elts
             for a, b in pairwise(seq):
-                _pair(ctx, a, b)
+                _pair(ctx, a, b, layers=(convs, bns))
+    layer_lists = _star_passed_lists(ctx)
     for lst in ctx.lists:
         if _under_off_branch(ctx, lst):
             continue
+        # (a list of `self.` attributes is a layer order only when it becomes the
+        # Sequential: `for m in [self.head, self.norm]:` is not one)
+        layers = (convs, bns) if id(lst) in layer_lists else None
         for a, b in pairwise(lst.elts):
-            _pair(ctx, a, b, layers=(convs, bns))
+            _pair(ctx, a, b, layers=layers)
     _check_appends(ctx)
     # self.conv1 = Conv2d(...); self.bn1 = BatchNorm2d(...) used as bn1(conv1(x))
     if not convs or not bns:
@@ -325,38 +329,69 @@ def check(ctx: ModuleContext) -> None:
         if bn_key in bns and call.args:
             arg = call.args[0]
             conv_expr: ast.expr | None = arg
+            conditional = False
             if isinstance(arg, ast.Name):
-                conv_expr = _previous_assignment(ctx, call, arg.id)
+                conv_expr, conditional = _previous_assignment(ctx, call, arg.id)
             if isinstance(conv_expr, ast.Call):
                 conv_key = (bn_key[0], dotted(conv_expr.func) or "")
                 bn = bns[bn_key][-1]
                 if conv_key in convs and not _under_off_branch(ctx, bn):
                     for conv in convs[conv_key]:
-                        _report(ctx, conv, bn, fixable=len(convs[conv_key]) == 1)
+                        # (several convs, or a BatchNorm on some paths: no automatic fix)
+                        _report(ctx, conv, bn,
+                                fixable=len(convs[conv_key]) == 1 and not conditional)
 
 
-def _previous_assignment(ctx: ModuleContext, call: ast.Call, name: str) -> ast.expr | None:
-    """``x = self.conv(x)`` directly before the statement holding ``self.bn(x)``."""
+def _star_passed_lists(ctx: ModuleContext) -> set[int]:
+    """Ids of the list displays that reach `nn.Sequential(*lst)` / `nn.ModuleList(lst)`:
+    inline, or assigned to a name (`self.layers = [...]`) that such a call unpacks."""
+    names: set[str] = set()
+    out: set[int] = set()
+    for node in ctx.calls:
+        if callee_tail(node) not in {"Sequential", "ModuleList"}:
+            continue
+        for a in node.args:
+            inner = a.value if isinstance(a, ast.Starred) else a
+            if isinstance(inner, (ast.List, ast.Tuple)):
+                out.add(id(inner))
+            elif dotted(inner):
+                names.add(dotted(inner) or "")
+    if names:
+        for assign in ctx.assigns:
+            if isinstance(assign.value, (ast.List, ast.Tuple)) and any(
+                    dotted(t) in names for t in assign.targets):
+                out.add(id(assign.value))
+    return out
+
+
+def _previous_assignment(ctx: ModuleContext, call: ast.Call, name: str
+                         ) -> tuple[ast.expr | None, bool]:
+    """``x = self.conv(x)`` directly before the statement holding ``self.bn(x)``, and
+    whether that statement is inside an `if` that follows it (`if self.use_bn: x =
+    self.bn(x)`: the BatchNorm runs on some paths only)."""
     stmt: ast.AST | None = call
     while stmt is not None and not isinstance(stmt, ast.stmt):
         stmt = ctx.parents.get(stmt)
     prev: ast.AST | None = None
+    conditional = False
     for _ in range(4):  # `x = self.conv(x)` / `if self.use_relu: return self.relu(self.bn(x))`
         parent = ctx.parents.get(stmt) if stmt is not None else None
         block = next((b for b in (getattr(parent, "body", None), getattr(parent, "orelse", None))
                       if isinstance(b, list) and stmt in b), None)
         if block is None:
-            return None
+            return None, False
         i = block.index(stmt)
         if i > 0:
             prev = block[i - 1]
             break
         if not isinstance(parent, (ast.If, ast.With)):
-            return None
+            return None, False
+        if isinstance(parent, ast.If):
+            conditional = True
         stmt = parent  # first in an `if` or `with` block: what comes before that block
     if prev is None:
-        return None
+        return None, False
     if isinstance(prev, ast.Assign) and len(prev.targets) == 1 \
             and dotted(prev.targets[0]) == name:
-        return prev.value
-    return None
+        return prev.value, conditional
+    return None, False

@@ -7,6 +7,7 @@ import re
 
 from pitstop.lint.astutil import callee_tail, dotted, unwrap_iterable
 from pitstop.lint.context import ModuleContext
+from pitstop.lint.loops import MODEL_HOUSEKEEPING
 
 CODE = "LT013"
 EVAL_NAME_RE = re.compile(r"eval|valid|val_|_val|test|infer|predict|score|metric|bench",
@@ -25,26 +26,36 @@ def _grad_off_call(node: ast.AST) -> bool:
 
 
 def _grad_off_in_helpers(ctx: ModuleContext, loop: ast.AST) -> bool:
-    """Does a function of the program that the loop calls turn autograd off itself
-    (`self.test()` runs the model under `with torch.no_grad():`, `model.predict` is
-    decorated `@nograd`, the per-batch `val_loop` is `@torch.no_grad()`)?"""
+    """Does the loop run its model only through functions of the program that turn
+    autograd off themselves (`self.test()` runs the model under `with torch.no_grad():`,
+    `model.predict` is decorated `@nograd`, the per-batch `val_loop` is
+    `@torch.no_grad()`)? A model called in the loop itself, or through any helper that
+    keeps autograd on, still records the graph."""
     from pitstop.lint.walk import State
 
     func = ctx.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
     st = State(func=func)  # type: ignore[arg-type]
+    values, loops = ctx.values, ctx.loops
+    helpers_off = False
     for node in ast.walk(loop):
         if not isinstance(node, ast.Call):
             continue
         target = ctx.function_target(node, st)
         if target is None:
+            if values.is_model_callee(node.func, st) and callee_tail(node) not in MODEL_HOUSEKEEPING:
+                return False  # `logits = model(x)` right here, autograd on
+            continue
+        if not loops.helper_runs_model(node, st):
             continue
         fn = target[1]
         if any(_grad_off_call(d) for d in fn.decorator_list) or any(
                 isinstance(n, (ast.With, ast.AsyncWith))
                 and any(_grad_off_call(i.context_expr) for i in n.items)
                 for stmt in fn.body for n in ast.walk(stmt)):
-            return True
-    return False
+            helpers_off = True
+        else:
+            return False
+    return helpers_off
 
 
 def _under_no_grad(ctx: ModuleContext, node: ast.AST,

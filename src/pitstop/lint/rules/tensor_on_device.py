@@ -6,8 +6,9 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import callee_tail, kwarg, qualname
+from pitstop.lint.astutil import callee_tail, kwarg, last_name, qualname, root_name
 from pitstop.lint.context import GPU, ModuleContext, State
+from pitstop.lint.loops import ENV_RE, is_env_step
 from pitstop.lint.model import SAFE, Edit, Fix
 
 CODE = "LT012"
@@ -57,7 +58,11 @@ def _unfilled_value(ctx: ModuleContext, name: ast.Name, *, numpy: bool = False
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
                        and t.value.id == name.id for t in targets) \
-                        and (numpy or _host_data(ctx, n.value) is not None):
+                        and (numpy or _host_data(ctx, n.value) is not None
+                             or (isinstance(n.value, (ast.Name, ast.Subscript))
+                                 and _creator(ctx, n.value) is None)):
+                    # (`ids[i, :n] = s`: a row of the batch as it is; not
+                    # `counts[:k] = draws[:k]` of another factory's tensor)
                     return None
             if numpy and isinstance(n, ast.Call) and any(
                     isinstance(a, ast.Name) and a.id == name.id for a in n.args):
@@ -121,9 +126,16 @@ _NUMPY_LITERAL = frozenset({"array", "asarray"})  # ... from a literal or a rang
 _NUMPY_REPEATS = frozenset({"repeat", "tile"})
 
 
-# names of arrays made once and reused: weights, anchors, lookup tables, windows, bases
-TABLE_NAME_RE = re.compile(r"weight|anchor|table|basis|window|grid|prior|eye|ident|perm",
-                           re.IGNORECASE)
+# words of names of arrays made once and reused (anchors, lookup tables, windows, bases)
+_TABLE_WORDS = frozenset({"anchor", "anchors", "table", "basis", "window", "grid", "priors"})
+
+
+def _names_a_table(name: str) -> bool:
+    """`anchors`, `mel_basis`, `cls_weights` (class weights): made once; not
+    `sample_weights` or `priorities` (per-batch data)."""
+    words = set(name.lower().split("_"))
+    return bool(words & _TABLE_WORDS) or (
+        bool(words & {"cls", "class", "classes"}) and bool(words & {"weight", "weights"}))
 
 
 def _numpy_upload_avoidable(ctx: ModuleContext, node: ast.AST, st: State | None) -> bool:
@@ -149,12 +161,13 @@ def _numpy_upload_avoidable(ctx: ModuleContext, node: ast.AST, st: State | None)
     assigned = ctx.index.scoped_assigns.get((scope, node.id), ())
     if any(a.lineno < node.lineno for a in assigned):
         value = _unfilled_value(ctx, node, numpy=True)
-        return value is not None and _made_on_the_host(ctx, value, batch)
+        return value is not None and (_made_on_the_host(ctx, value, batch) or (
+            _names_a_table(node.id) and root_name(value) not in batch))
     # a parameter: what its name says it is (`cls_weights`, `anchors`: made once;
     # `points`, `feats`: data); a name from elsewhere: unknown
     params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args,
                               *scope.args.kwonlyargs)} if scope is not None else set()
-    return node.id in params and TABLE_NAME_RE.search(node.id) is not None
+    return node.id in params and _names_a_table(node.id)
 
 
 _NUMPY_VIEWS = frozenset({"astype", "reshape", "copy", "transpose", "flatten", "ravel"})
@@ -169,13 +182,14 @@ def _made_on_the_host(ctx: ModuleContext, value: ast.expr, batch: set[str]) -> b
     if _numpy_constant(ctx, value):
         return True
     calls = [n for n in ast.walk(value) if isinstance(n, ast.Call)]
-    if any(READS_RE.search(callee_tail(c)) for c in calls):
-        return False
-    if any(callee_tail(c) == "cpu" for c in calls):
-        return True  # (metrics of the GPU's predictions against the labels)
-    if any(isinstance(n, ast.Name) and n.id in batch for n in ast.walk(value)):
-        return False
-    return bool(calls)
+    if any(READS_RE.search(callee_tail(c)) or is_env_step(c)
+           or ENV_RE.search(last_name(c.func) or "") for c in calls):
+        return False  # (an environment's observation has to go up every step)
+    if any((qualname(c.func, ctx.aliases) or "").startswith("numpy.random.") for c in calls):
+        return True  # random draws a torch generator could make on the device
+    # `metric(pred.cpu().numpy(), target)`: host results of GPU values, which the GPU
+    # could compute where they are
+    return any(callee_tail(c) == "cpu" for c in calls)
 
 
 def _numpy_constant(ctx: ModuleContext, node: ast.AST) -> bool:
