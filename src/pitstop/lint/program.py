@@ -467,9 +467,9 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
 
     @query
     def switched_on(self, module: str, qualname: str, param: str) -> bool:
-        """Does some call of the function (of ``Class.__init__``: of the class) in the
-        program pass ``param`` something other than a False/None/0 literal, by keyword,
-        by position or possibly through `*args`/`**kw`?"""
+        """Does some call of ``Class.__init__`` (a call of the class) in the program pass
+        ``param`` something other than a False/None/0 literal, by keyword, by position
+        or possibly through `*args`/`**kw`?"""
         s = self.modules.get(module)
         f = s.functions.get(qualname) if s is not None else None
         if f is None:

@@ -619,11 +619,14 @@ def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
                      for a in call.args)
         kwargs = tuple((k.arg, x) for k in call.keywords if k.arg
                        for x in [d.describe(k.value, scope)] if x)
-        on = tuple([i for i, a in enumerate(call.args) if not _off_value(index, scope, a)]
-                   + [k.arg for k in call.keywords
-                      if k.arg and not _off_value(index, scope, k.value)])
-        star = any(isinstance(a, ast.Starred) for a in call.args) or any(
-            k.arg is None for k in call.keywords)
+        on: tuple[str | int, ...] = ()
+        star = False
+        if name.rsplit(".", 1)[-1][:1].isupper():  # (a constructor: its switches count)
+            on = tuple([i for i, a in enumerate(call.args) if not _off_value(index, scope, a)]
+                       + [k.arg for k in call.keywords
+                          if k.arg and not _off_value(index, scope, k.value)])
+            star = any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg is None for k in call.keywords)
         if not any(args) and not kwargs and not in_loop and not on and not star:
             continue
         caller = index.qualname_of(scope) if scope is not None else ""
