@@ -465,25 +465,9 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
             self._memo.clear()
         return self._callsites
 
-    @query
-    def switched_on(self, module: str, qualname: str, param: str) -> bool:
-        """Does some call of ``Class.__init__`` (a call of the class) in the program pass
-        ``param`` something other than a False/None/0 literal, by keyword, by position
-        or possibly through `*args`/`**kw`?"""
-        s = self.modules.get(module)
-        f = s.functions.get(qualname) if s is not None else None
-        if f is None:
-            return True
-        params = list(f.params)
-        if f.is_method and params and params[0] in {"self", "cls"}:
-            params = params[1:]
-        pos = params.index(param) if param in params else -1
-        return any(site.star or param in site.on or pos in site.on
-                   for _key, _caller, site in self._callsite_index().get((module, qualname), ()))
-
-    @query
-    def param(self, module: str, qualname: str, param: str) -> Resolved | None:
-        """What the callers of a function pass for one of its parameters (when they agree)."""
+    def _call_params(self, module: str, qualname: str) -> list[str] | None:
+        """The parameters a call of the function fills by position (a method's without
+        `self`), or None when the program has no such function."""
         s = self.modules.get(module)
         f = s.functions.get(qualname) if s is not None else None
         if f is None:
@@ -491,6 +475,26 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
         params = list(f.params)
         if f.is_method and params and params[0] in {"self", "cls"}:
             params = params[1:]
+        return params
+
+    @query
+    def switched_on(self, module: str, qualname: str, param: str) -> bool:
+        """Does some call of ``Class.__init__`` (a call of the class) in the program pass
+        ``param`` something other than a False/None/0 literal, by keyword, by position
+        or possibly through `*args`/`**kw`?"""
+        params = self._call_params(module, qualname)
+        if params is None:
+            return True
+        pos = params.index(param) if param in params else -1
+        return any(site.star or param in site.on or pos in site.on
+                   for _key, _caller, site in self._callsite_index().get((module, qualname), ()))
+
+    @query
+    def param(self, module: str, qualname: str, param: str) -> Resolved | None:
+        """What the callers of a function pass for one of its parameters (when they agree)."""
+        params = self._call_params(module, qualname)
+        if params is None:
+            return None
         pos = params.index(param) if param in params else None
         seen: list[Resolved | None] = []
         for caller_key, _caller, site in self._callsite_index().get((module, qualname), ()):
