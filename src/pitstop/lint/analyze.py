@@ -36,7 +36,9 @@ GATE_DL = re.compile(r"dl(?![A-Za-z0-9])(?<![A-Za-z0-9]dl)")
 # (a forward() that moves a new tensor, or reads one on the host: syncs in a model's or
 # loss's forward run once per batch)
 FORWARD_GATE = re.compile(r"\.(?:to|cuda|type_as)\(|\.(?:item|tolist|cpu|numpy|nonzero)\(|"
-                          r"empty_cache|synchronize|\b(?:int|float)\(")
+                          r"empty_cache|synchronize|\b(?:int|float)\(|masked_select|"
+                          # a boolean mask indexing (`logits[active_loss]`, `x[mask]`)
+                          r"\[\w*(?:mask|active|valid|keep|is_pos|is_neg)\w*\]")
 
 
 def worth_analysing(text: str) -> bool:

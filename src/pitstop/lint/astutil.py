@@ -154,6 +154,8 @@ def data_root(node: ast.AST) -> str | None:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr in _SAME_DATA:
             node = node.func.value
+        elif isinstance(node, ast.Call) and node.args and callee_tail(node) == "Variable":
+            node = node.args[0]  # the pre-0.4 wrapper: the same tensor
         else:
             break
     return node.id if isinstance(node, ast.Name) else None

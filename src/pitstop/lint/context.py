@@ -136,6 +136,12 @@ class ModuleContext:
         self.moves_batches_to_gpu = False
         # the index's collections, as the rules know them
         idx = self.index
+        if any(i.local == "*" for i in idx.imports):
+            own = set(idx.functions) | set(idx.classes) | set(idx.assigns_by_name)
+            for local, target in self.program.star_aliases(self.key):
+                if local not in own:
+                    idx.aliases.setdefault(local, target)
+            idx.__dict__.pop("_dataloaders", None)  # (found with the module's own aliases)
         self.aliases = idx.aliases
         self.calls = idx.calls
         self.assigns = idx.assigns
@@ -288,7 +294,21 @@ class ModuleContext:
         if name is not None:
             return self.program.call_steps(self.key, name)
         sym = self.callee_sym(call, st)
+        if sym is None:
+            sym = self._model_forward(call, st)
         return sym is not None and self.program.sym_steps(sym)
+
+    def _model_forward(self, call: ast.Call, st: State) -> Sym | None:
+        """`maml(x_spt, y_spt)` with `maml = Meta(args).to(device)`: the walk knows a model,
+        the program its class, whose forward() may itself train (meta-learning, a model
+        wrapper that owns its optimizer)."""
+        if not isinstance(call.func, (ast.Name, ast.Attribute)) or \
+                st.env.get(dotted(call.func) or "") != MODEL:
+            return None
+        r = self.resolve_name(call.func, st)
+        if r is None or r.kind != "model" or not r.name:
+            return None
+        return self.program.quiet_in_class(r.module, r.name, "forward")
 
     def resolve_name(self, node: ast.AST, st: State) -> Resolved | None:
         d = self.describer.describe(node, st.func)

@@ -37,6 +37,8 @@ CONV_TAIL_RE = re.compile(
     r"convnext\w*|regnet\w*|alexnet|googlenet|inception_v3|squeezenet\w*|shufflenet\w*|"
     r"mnasnet\w*|UNet2DModel|UNet2DConditionModel|AutoencoderKL"
 )
+FUNCTIONAL_CONVS = frozenset({"conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                              "conv_transpose2d", "conv_transpose3d"})
 CONV_CLASSES = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
                           "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d", "GCNConv",
                           "SAGEConv", "GATConv"})
@@ -55,7 +57,7 @@ EMBEDDING_TAILS = frozenset({"Embedding", "EmbeddingBag"})
 RNN_TAILS = frozenset({"LSTM", "GRU", "RNN"})
 # packages whose classes are nn.Modules (a subclass of one is a model)
 MODEL_LIBRARIES = ("timm.models.", "torchvision.models.", "transformers.models.",
-                   "transformers.modeling_utils.", "diffusers.models.")
+                   "transformers.modeling_", "diffusers.models.")
 _CONV_GCN = frozenset({"GCNConv", "SAGEConv", "GATConv"})  # graph "convolutions" are matmuls
 _HEAVY_CLASS_WORDS = ("Attention", "Transformer", "Attn")
 # models built by name from a library the program does not show: transformer families
@@ -133,11 +135,12 @@ TEXT_FACTS: dict[str, tuple[str, ...]] = {
     "deterministic": ("cudnn.deterministic = True", "use_deterministic_algorithms(True"),
     "has_conv": ("Conv1d(", "Conv2d(", "Conv3d(", "ConvTranspose1d(", "ConvTranspose2d(",
                  "ConvTranspose3d(", "resnet", "vgg1", "efficientnet", "mobilenet", "densenet",
-                 "convnext", "regnet", "models.__dict__["),
+                 "convnext", "regnet", "models.__dict__[", "F.conv1d(", "F.conv2d(", "F.conv3d(",
+                 "F.conv_transpose2d("),
     # image convolutions (fixed-size crops, as a rule), not 1-d ones over sequences
     "image_conv": ("Conv2d(", "Conv3d(", "ConvTranspose2d(", "ConvTranspose3d(", "resnet",
                    "vgg1", "efficientnet", "mobilenet", "densenet", "convnext", "regnet",
-                   "models.__dict__["),
+                   "models.__dict__[", "F.conv2d(", "F.conv3d(", "F.conv_transpose2d("),
     "has_linear": ("Linear(",),
     "matmul_heavy": ("MultiheadAttention", "scaled_dot_product_attention", "torch.matmul",
                      "torch.bmm", "einsum(", "Attention(nn.Module", "Attention(Module",
@@ -423,9 +426,8 @@ class ModuleIndex:
         """A base class that makes a class an ``nn.Module``: ``nn.Module`` and its kin, or a
         model class of a model library (timm's VisionTransformer, a torchvision ResNet)."""
         btail = last_name(base) or ""
-        if btail.endswith("Module") or btail in {"LightningModule", "ModelMixin",
-                                                 "PreTrainedModel"}:
-            return True
+        if btail.endswith(("Module", "ModelMixin", "PreTrainedModel")):
+            return True  # (`BertPreTrainedModel`: a transformers base of a family)
         return (qualname(base, self.aliases) or "").startswith(MODEL_LIBRARIES)
 
     # ------------------------------------------------------------------ the light pass
@@ -527,7 +529,10 @@ class ModuleIndex:
     def _attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
         facts = self.facts
-        if attr in {"autocast", "bfloat16", "float16", "half"}:
+        if attr in {"autocast", "bfloat16", "float16", "half"} and not (
+                isinstance(node.value, ast.Name)
+                and self.aliases.get(node.value.id, "").startswith("numpy")):
+            # (`np.float16`: host arrays, no GPU precision)
             # (a GradScaler alone lowers no precision: without autocast it scales an fp32 loss)
             facts.setdefault("reduced_precision", node.lineno)
         elif attr in {"no_sync", "require_backward_grad_sync", "accumulate"}:
@@ -568,7 +573,10 @@ class ModuleIndex:
             elif kw.arg in {"fp16", "bf16"} and not (isinstance(kw.value, ast.Constant)
                                                      and kw.value.value is False):
                 facts.setdefault("reduced_precision", node.lineno)
-        if (tail in CONV_CLASSES or CONV_TAIL_RE.fullmatch(tail)) and tail not in _CONV_GCN:
+        # (also a functional net: MAML's learner runs `F.conv2d(x, w)`)
+        if ((tail in CONV_CLASSES or CONV_TAIL_RE.fullmatch(tail)) and tail not in _CONV_GCN) \
+                or (tail in FUNCTIONAL_CONVS and (qualname(func, self.aliases) or "").startswith(
+                    "torch.nn.functional.")):
             self._conv(node.lineno, one_d=tail.endswith("1d"))
         elif tail in {"from_pretrained", "from_config"} and ft is ast.Attribute and \
                 CONV_TAIL_RE.fullmatch(last_name(func.value) or ""):  # type: ignore[attr-defined]

@@ -52,7 +52,16 @@ def is_dataloader(index: ModuleIndex, call: ast.Call) -> bool:
     if tail != "DataLoader" or "DataLoader" in index.classes:
         return isinstance(call.func, ast.Name) and loader_alias(index, call) is not None
     qn = qualname(call.func, index.aliases) or ""
-    return qn == "DataLoader" or (("torch" in qn or "geometric" in qn) and qn.endswith(".DataLoader"))
+    if qn == "DataLoader" or (("torch" in qn or "geometric" in qn) and qn.endswith(".DataLoader")):
+        return True
+    # `from preprocess import DataLoader`: a module of the program re-exporting torch's
+    return qn.endswith(".DataLoader") and "torch" in index.aliases.values() and \
+        not qn.startswith(OTHER_FRAMEWORKS)
+
+
+# Frameworks with a DataLoader of their own (not torch's)
+OTHER_FRAMEWORKS = ("paddle", "mxnet", "tensorflow", "keras", "jax", "flax", "oneflow",
+                    "mindspore", "megengine", "tf.")
 
 
 def loader_subclass(index: ModuleIndex, call: ast.Call) -> str | None:

@@ -32,7 +32,7 @@ from pitstop.lint.astutil import (
     last_name,
     param_default,
 )
-from pitstop.lint.index import is_step_call
+from pitstop.lint.index import FuncDef, is_step_call
 from pitstop.lint.settings import options_owner
 from pitstop.lint.values import is_loader_kind
 
@@ -241,12 +241,17 @@ class LoopModel:
         """Is ``call`` a function of the program whose body calls a model (itself, or
         through helpers of its own, three calls deep: `self.correct(x)` ->
         `self.set_forward(x)` -> `self.feature(x)`)?"""
-        from pitstop.lint.walk import State
-
         target = self.ctx.function_target(call, st)
         if target is None:
             return False
-        tctx, fn = target
+        # `self.calculate_metrics(batch)`: an abstract method of a base trainer runs the
+        # subclass's override
+        return any(self._runs_model(tctx, fn, depth) for tctx, fn in
+                   [target, *self.ctx.walker.overrides(call, st, target[1])])
+
+    def _runs_model(self, tctx: ModuleContext, fn: FuncDef, depth: int) -> bool:
+        from pitstop.lint.walk import State
+
         memo = self._runs_model_memo
         if (fn, depth) in memo:  # (the depth left decides what can be found)
             return memo[fn, depth]
@@ -277,7 +282,8 @@ class LoopModel:
             if isinstance(loop, (ast.For, ast.AsyncFor)) and self.is_batch_source(loop.iter, st):
                 return True
         return any(self.call_steps(c, st) for c in index.calls
-                   if index.owner.get(c) in index.funcs_with_loops or index.module_loops)
+                   if index.owner.get(c) in index.funcs_with_loops or index.module_loops) \
+            or (bool(index.import_locals) and self.ctx.program.imports_training(self.ctx.key))
 
     # ------------------------------------------------------------------ guards
     def _period_is_one(self, period: ast.expr, st: State) -> bool:
@@ -363,7 +369,7 @@ class LoopModel:
             name = dotted(test) or ""
             if name in ctx.rare_names or RARE_NAME_RE.search(name.rsplit(".", 1)[-1]):
                 return "rare"
-            if self._opt_in(test, st) and not DEVICE_FLAG_RE.match(name.rsplit(".", 1)[-1]):
+            if self._opt_in(test, st):
                 return "rare"
             return None
         if isinstance(test, ast.Subscript) and self._opt_in(test, st):
@@ -446,8 +452,13 @@ class LoopModel:
 
     def _opt_in(self, test: ast.Name | ast.Attribute | ast.Subscript, st: State) -> bool:
         """A flag that is off unless the user asks: an option or config field defaulting
-        to False/None, or a parameter of the function defaulting to False."""
+        to False/None, or a parameter of the function defaulting to False. (Not a device
+        switch: `if opt.cuda:` guards the GPU path, which is how a GPU program runs.)"""
         ctx = self.ctx
+        name = test.attr if isinstance(test, ast.Attribute) else (
+            test.id if isinstance(test, ast.Name) else None)
+        if name is not None and DEVICE_FLAG_RE.match(name):
+            return False
         if isinstance(test, ast.Subscript):  # `config["enable_tensorboard"]`
             key = test.slice
             if not (options_owner(test.value) and isinstance(key, ast.Constant)

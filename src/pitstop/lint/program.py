@@ -153,6 +153,35 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
         finally:
             self._starring.discard(key)
 
+    @query
+    def star_aliases(self, key: str) -> tuple[tuple[str, str], ...]:
+        """Library aliases module ``key`` gets through its star imports of the program's
+        modules (`from network import *`, where network star-imports a module that says
+        `import torch.nn as nn`): (local name, what it names), as an import would bind it."""
+        out: dict[str, str] = {}
+        seen = {key}
+        todo = [key]
+        while todo and len(seen) < 16:
+            at = todo.pop()
+            s = self.modules.get(at)
+            for imp in s.imports if s is not None else ():
+                if imp.local != "*":
+                    continue
+                mod = self.resolve_module(at, imp.module, imp.level)
+                if mod is None or mod in seen:
+                    continue
+                seen.add(mod)
+                todo.append(mod)
+                t = self.modules.get(mod)
+                for ref in t.imports if t is not None else ():
+                    if ref.local == "*" or ref.local.startswith("_") or ref.level:
+                        continue
+                    if self.resolve_module(mod, ref.module, 0) is not None:
+                        continue  # a module of the program: the lookup follows it
+                    out.setdefault(ref.local, f"{ref.module}.{ref.name}" if ref.name else (
+                        ref.module if ref.local != ref.module.split(".")[0] else ref.local))
+        return tuple(sorted(out.items()))
+
     def _in_class(self, key: str, cls: str, rest: str, depth: int = 0) -> Sym | None:
         s = self.modules.get(key)
         if s is None or depth > 6:
@@ -258,6 +287,9 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
             if sym.kind in {"func", "class"}:
                 return Resolved(sym.kind, sym.module, sym.name)
             return None
+        if kind == "fn":
+            s = self.modules.get(key)
+            return Resolved("func", key, rest) if s is not None and rest in s.functions else None
         if kind == "global":
             s = self.modules.get(key)
             if s is not None and rest in s.globals:
@@ -357,6 +389,8 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
                 else:
                     return None
                 if not more:
+                    if r is not None and r.kind == "func":  # a callback the callers hand in
+                        return Sym("func", r.module, r.name)
                     return Sym("value", key, name, f"param:{fq}.{param}") \
                         if r is not None and r.kind == "obj" else None
             else:
@@ -554,6 +588,28 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
         for c in f.callees:
             sym = self.callee(module, c)
             if sym is not None and self.sym_steps(sym):
+                return True
+        return False
+
+    @query
+    def imports_training(self, key: str) -> bool:
+        """Does module ``key`` import, from the program, a function that trains or a model
+        whose forward() does (a meta-learner that owns its optimizer)? Then a loop of its
+        own may train although its text never steps (asked of modules the first pass only
+        skimmed)."""
+        s = self.modules.get(key)
+        if s is None:
+            return False
+        for ref in s.imports:
+            if ref.local == "*":
+                continue
+            sym = self.lookup(key, ref.local)
+            if sym is None:
+                continue
+            if sym.kind == "class":
+                sym = self._in_class(sym.module, sym.name, "forward") or \
+                    self._in_class(sym.module, sym.name, "__call__")
+            if sym is not None and sym.kind == "func" and self.steps(sym.module, sym.name):
                 return True
         return False
 

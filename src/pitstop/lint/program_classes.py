@@ -56,13 +56,13 @@ class ProgramClasses:
         if not desc or not desc.startswith(("call:", "obj:")):
             return False
         sym = self.callee(key, desc.partition(":")[2].partition("#")[0])
-        if sym is not None and sym.kind == "func" and not plain:
+        if sym is not None and sym.kind == "func":
             # `processor.create_dataset(features)` that returns a TensorDataset (tensors
-            # already in memory) or an instance of such a Dataset class
+            # already in memory) or an instance of such a Dataset class (not ``plain``)
             f = self.function(sym)
             return f is not None and bool(f.returns) and all(
                 d.rsplit(":", 1)[-1].partition("#")[0].rsplit(".", 1)[-1] == "TensorDataset"
-                or self.trivial_items(sym.module, d) for d in f.returns)
+                or (not plain and self.trivial_items(sym.module, d)) for d in f.returns)
         if sym is None or sym.kind != "class":
             return False
         summary = self.klass(sym.module, sym.name)
@@ -83,8 +83,8 @@ class ProgramClasses:
             if (what == "loader" and tail == "DataLoader") or (
                     what == "dataparallel" and tail == "DataParallel"):
                 return True
-            if what == "module" and (tail.endswith("Module") or tail in {
-                    "PreTrainedModel", "ModelMixin", "LightningModule"}):
+            if what == "module" and tail.endswith(("Module", "PreTrainedModel", "ModelMixin")):
+                # (`BertPreTrainedModel`: a transformers base of the family)
                 return True
             b = self.lookup(module, base)
             if b is not None and b.kind == "class" and self.class_is(b.module, b.name, what):

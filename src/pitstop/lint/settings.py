@@ -30,7 +30,12 @@ UNKNOWN = _Unknown()
 # Names of objects that hold parsed options or a config (`args.device`, `self.cfg.workers`).
 _CONFIG_NAMES = r"(Config|Args|Arguments|Options|Settings|H[Pp]arams|HyperParams|Namespace)"
 CONFIG_CLASS_RE = re.compile(_CONFIG_NAMES + "$")
-CONFIG_CALL_RE = re.compile(_CONFIG_NAMES + r"\(")  # a config object built, in a module's text
+# Module-level config objects filled field by field (`config = edict()`, `_C = CN()`)
+CONFIG_OBJECTS = frozenset({"edict", "EasyDict", "CN", "CfgNode", "ConfigDict", "AttrDict",
+                            "Namespace", "SimpleNamespace", "Dict", "DotMap", "Munch"})
+# a config object built, in a module's text
+CONFIG_CALL_RE = re.compile(_CONFIG_NAMES + r"\(|\b(edict|EasyDict|CN|CfgNode|ConfigDict|AttrDict|"
+                            r"DotMap|Munch)\(")
 OPTIONS_OWNER_RE = re.compile(
     r"^(args?|opts?|options|cfg|conf|config|hparams|hps?|params|flags|FLAGS|settings|a|"
     r"hyp|hyperparams?|parsed|cli)$|args$|_args$|config$|_cfg$|cfg$|opt$",
@@ -167,9 +172,39 @@ def constructor_settings(calls_by_tail: dict[str, list[ast.Call]], path: str,
     return out
 
 
+def attribute_settings(body: list[ast.stmt], path: str) -> dict[str, Setting]:
+    """Fields a config module sets at its top: ``config.TEST.FLIP_TEST = False`` on a
+    ``config = edict()`` (yacs' ``_C.SOLVER.BASE_LR = 0.1`` alike): the defaults the
+    program runs with unless a YAML file says otherwise."""
+    roots = {t.id for stmt in body if isinstance(stmt, ast.Assign)
+             and isinstance(stmt.value, ast.Call) and callee_tail(stmt.value) in CONFIG_OBJECTS
+             for t in stmt.targets if isinstance(t, ast.Name)}
+    out: dict[str, Setting] = {}
+    if not roots:
+        return out
+    for stmt in body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Attribute)):
+            continue
+        target = stmt.targets[0]
+        name = dotted(target) or ""
+        if name.split(".", 1)[0] not in roots:
+            continue
+        value = _literal(stmt.value)
+        if value is not UNKNOWN:
+            out.setdefault(target.attr, Setting(target.attr, value, (), stmt.lineno, path))
+    return out
+
+
 def options_owner(node: ast.AST) -> bool:
     """Is ``node`` (the ``args`` of ``args.device``) an object holding options?"""
     name = dotted(node)
     if not name:
         return False
-    return bool(OPTIONS_OWNER_RE.search(name.rsplit(".", 1)[-1]))
+    # (`config.TEST` of `config.TEST.FLIP_TEST`: a section of a nested config)
+    return bool(OPTIONS_OWNER_RE.search(name.rsplit(".", 1)[-1])) or (
+        "." in name and name.split(".", 1)[0] in NESTED_CONFIG_ROOTS)
+
+
+NESTED_CONFIG_ROOTS = frozenset({"cfg", "config", "_C", "__C", "C", "opt", "args", "hparams",
+                                 "conf"})

@@ -54,6 +54,7 @@ from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id
 from pitstop.lint.settings import (
     Setting,
     argparse_settings,
+    attribute_settings,
     class_settings,
     constructor_settings,
     options_owner,
@@ -286,7 +287,11 @@ class Describer:
             if scope is not None:
                 return f"global:{name}"
             return self._first(values, name, None, depth)
-        if name in index.classes or index.module_function(name) is not None:
+        if index.module_function(name) is not None or any(
+                index.owner.get(fn) is scope for fn in index.functions.get(name, ())):
+            # a function handed on as a value (`trainer.eval(evaluate, ...)`): a callback
+            return f"fn:{name}"
+        if name in index.classes:
             return None
         if name in index.import_locals:
             return f"imp:{name}"
@@ -416,6 +421,11 @@ class Describer:
             d = self._name(head, scope, depth + 1) if head != "self" else None
             if d and d.startswith("call:"):
                 cls_name = d[5:]
+                if cls_name.startswith("val:imp:") and len(
+                        self.index.scoped_assigns.get((scope, head), ())) == 1:
+                    # `trainer = Trainer(...)` with Trainer imported (one class: not
+                    # `model = A(d) if x else B(d)` on branches)
+                    cls_name = cls_name[8:]
                 if "#" not in cls_name and cls_name.split(".")[-1][:1].isupper():
                     return f"{cls_name}.{rest}"
             if d and d.startswith(("param:", "attr:", "global:")):
@@ -503,7 +513,7 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
         nodes = _item_nodes(index, cls, getitem)
         trivial = getitem is not None and not any(
             (isinstance(n, ast.Call) and _loads(n, index, cls)) or isinstance(n, LOOP_NODES)
-            for n in nodes)
+            for n in nodes) and not _opens_lazily(index, cls)
         plain = trivial and not any(isinstance(n, ast.Call) and not _cheap_method(n)
                                     for n in nodes) and not any(
             isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) for n in nodes)
@@ -515,7 +525,8 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
             desc = d._first(top, name, None, 0)
             if desc:
                 s.globals[name] = desc
-    s.settings = {**constructor_settings(index.calls_by_tail, index.path),
+    s.settings = {**attribute_settings(index.tree.body, index.path),
+                  **constructor_settings(index.calls_by_tail, index.path),
                   **class_settings(index.classes, index.path),
                   **argparse_settings(index.calls_by_tail, index.path)}
     s.gpu_origins = tuple(index.gpu_origins)
@@ -703,6 +714,24 @@ CHEAP_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "list", "tuple
                             "isinstance", "getattr", "hasattr", "slice", "sum", "any", "all",
                             "reversed", "map", "iter", "next", "super", "type"})
 CHEAP_LIBS = ("torch.", "numpy.", "math.", "random.", "builtins.")
+
+
+# Storage an index reads from disk (`self.data = h5py.File(p)["data"]`, a memory map): a
+# Dataset holding one loads each item when it is indexed.
+LAZY_STORES = ("h5py.", "lmdb.", "zarr.", "numpy.memmap", "tables.open_file")
+
+
+def _opens_lazily(index: ModuleIndex, cls: ast.ClassDef) -> bool:
+    init = index.method(cls, "__init__")
+    if init is None:
+        return False
+    for n in ast.walk(init):
+        if isinstance(n, ast.Call):
+            qn = qualname(n.func, index.aliases) or ""
+            if qn.startswith(LAZY_STORES) or (qn == "numpy.load" and any(
+                    k.arg == "mmap_mode" for k in n.keywords)):
+                return True
+    return False
 
 
 def _item_nodes(index: ModuleIndex, cls: ast.ClassDef, getitem: FuncDef | None) -> list[ast.AST]:

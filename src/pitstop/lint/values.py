@@ -88,6 +88,14 @@ DERIVED = "derived"
 # a Python list that GPU tensors were appended to (`all_b.append(b[idx])`): not a tensor
 # itself (`if all_b:` reads its length), but `torch.cat(all_b)` is a GPU tensor
 GPU_LIST = "gpu-list"
+# Model methods that compute on their inputs: what they return is the model's output
+COMPUTING_METHOD_RE = re.compile(r"loss|forward|predict|infer|decode|encode|logit|score|"
+                                 r"compute|calc|embed|sample|generate|output", re.IGNORECASE)
+# An average meter (`AverageMeter().update(val, n)`) fed GPU tensors keeps its sums on the GPU:
+# the walk notes it under the meter's name plus this suffix; these are its GPU reads
+METER = "#meter"
+METER_READS = frozenset({"avg", "val", "sum", "average", "mean", "global_avg", "median",
+                         "value", "total"})
 # Methods of an accelerator object that hand back what they are given (placed).
 PLACERS = frozenset({"prepare", "setup_dataloaders", "prepare_data_loader"})
 COLLECTIVES = frozenset({"gather", "all_gather", "gather_for_metrics", "reduce", "all_reduce",
@@ -131,6 +139,8 @@ class ValueModel:
     # ------------------------------------------------------------------ models
     def is_model_callee(self, func: ast.AST, st: State) -> bool:
         ctx = self.ctx
+        if isinstance(func, ast.Attribute) and func.attr == "forward":
+            func = func.value  # `model.forward(x)`: the model called
         name = dotted(func)
         if name is None:
             return False
@@ -183,6 +193,9 @@ class ValueModel:
             if name is not None and name in st.env:
                 return st.env[name]
             if isinstance(node, ast.Attribute):
+                if node.attr in METER_READS and st.env.get(
+                        (root_name(node.value) or "") + METER) == GPU:
+                    return GPU  # `top1.avg` of a meter fed GPU tensors: a GPU tensor
                 inner = self.kind(node.value, st)
                 if inner in (GPU, MASK, DERIVED):
                     if node.attr in META_ATTRS or node.attr.startswith("is_"):
@@ -396,6 +409,8 @@ class ValueModel:
         if sym is not None and sym.kind == "func":
             # a function of the program: what it returns, not what its name suggests
             found = self.return_kind_of_call(node, st)
+            if found is None and self._model_method(node, st):
+                return GPU  # `model.calculate_loss(...)`: a model's outputs, as for a call
             if found is None and self._from_gpu_args(node, st):
                 return DERIVED  # `reduce_loss_dict(losses)`: computed from GPU values
             return found
@@ -703,8 +718,19 @@ class ValueModel:
                     # what the body does is beyond the simulation (a list filled in a loop
                     # by sub-modules): as for a function not seen, computed from GPU values
                     items = [DERIVED if k is None else k for k in items]
+                if (items is None or None in items) and self._model_method(call, st):
+                    # `loss, tags = model.calculate_loss(...)`: a model's outputs
+                    items = [GPU if k is None else k for k in (items or [None] * n)]
                 return items
         return out if any(out) else None
+
+    def _model_method(self, call: ast.Call, st: State) -> bool:
+        """A method of a model of a GPU program that computes on its inputs
+        (`model.calculate_loss(x)`; not `model.get_step()`, a host counter)."""
+        return self.ctx.gpu_program and isinstance(call.func, ast.Attribute) \
+            and call.func.attr not in MODEL_METHODS and bool(call.args) \
+            and COMPUTING_METHOD_RE.search(call.func.attr) is not None \
+            and self.is_model_callee(call.func.value, st)
 
     def _sums_gpu_items(self, items: ast.expr, st: State) -> bool:
         """Are these GPU tensors to add up: a list GPU tensors were appended to, the values
@@ -712,19 +738,29 @@ class ValueModel:
         if isinstance(items, (ast.GeneratorExp, ast.ListComp)):
             # `sum(l for l in losses)`: the items themselves; `sum(x.size(0) for x in xs)`
             # adds host integers
-            return self.kind(items.elt, st) == GPU or (
-                isinstance(items.elt, ast.Name) and any(
-                    isinstance(g.target, ast.Name) and g.target.id == items.elt.id
-                    and self.kind(g.iter, st) in (GPU, GPU_LIST) for g in items.generators))
+            if self.kind(items.elt, st) == GPU:
+                return True
+            # `sum(l for l in losses)`, `sum([l.mean() for l in losses_dict.values()])`
+            root = root_name(items.elt)
+            return root is not None and not (isinstance(items.elt, ast.Call) and callee_tail(
+                items.elt) in HOST_METHODS) and any(
+                    isinstance(g.target, ast.Name) and g.target.id == root
+                    and self._gpu_items(g.iter, st) for g in items.generators)
+        return self._gpu_items(items, st) or self.tuple_has_gpu(items, st)
+
+    def _gpu_items(self, items: ast.expr, st: State) -> bool:
+        """Does iterating ``items`` give GPU tensors (a list of them, a dict's values)?"""
         if isinstance(items, ast.Call) and callee_tail(items) == "values" \
                 and isinstance(items.func, ast.Attribute):
             return self.kind(items.func.value, st) == GPU
-        return self.kind(items, st) in (GPU, GPU_LIST) or self.tuple_has_gpu(items, st)
+        return self.kind(items, st) in (GPU, GPU_LIST)
 
     def _from_gpu_args(self, call: ast.Call, st: State) -> bool:
+        # (`self.relocate_input([x, x_lengths])`: a list of GPU tensors handed in)
         return callee_tail(call) not in NOT_DERIVED and any(
-            self.kind(a, st) in (GPU, MASK, DERIVED) for a in call.args
-            if not isinstance(a, ast.Starred))
+            self.kind(a, st) in (GPU, MASK, DERIVED) or (
+                isinstance(a, (ast.List, ast.Tuple)) and self.tuple_has_gpu(a, st))
+            for a in call.args if not isinstance(a, ast.Starred))
 
     def _batch_source(self, value: ast.expr, st: State) -> str | None:
         """The loader a batch value comes from: `next(it)` over a loader of the program,
@@ -742,6 +778,8 @@ class ValueModel:
         """Is ``value`` (still host) batch data: a name holding a batch, an item of one,
         or ``next(it)`` over a loader."""
         if isinstance(value, ast.Call):
+            if callee_tail(value) == "Variable" and value.args:
+                return self._from_batch(value.args[0], st)  # the pre-0.4 wrapper
             if callee_tail(value) == "next" and value.args and (
                     is_loader_kind(self.kind(value.args[0], st))
                     or self.ctx.loops.is_batch_source(value.args[0], st)):

@@ -34,6 +34,7 @@ from pitstop.lint.values import (
     GPU,
     GPU_LIST,
     MASK,
+    METER,
     MODEL,
     is_loader_kind,
     is_model,
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 MAX_FOLLOW_DEPTH = 4
 # Parameters of forward() that are switches, not inputs (`forward(self, labels, train)`).
 FLAG_PARAM_RE = re.compile(r"^(train|training|is_train(ing)?|eval|evaluate|mode|phase|split|"
-                           r"stage|verbose|debug|deterministic|inference|test|i|j|k|n|"
+                           r"stage|verbose|debug|deterministic|inference|test|i|j|k|n|layer|level|depth|idx|"
+                           r"index|topk|top_k|"
                            r"model_type|name)$|^(return|use|with|is|do|enable|apply|need|force|"
                            r"num|n|max|min)_|_(mode|flag|only|type|name|len|size|num|count|phase|"
                            r"idx|index)$|step|epoch|iter|^(seq_|max_)?len(gth)?s?$|size$",
@@ -333,6 +335,13 @@ class Walker:
         elif isinstance(stmt, ast.Expr):
             self.visit_expr(stmt.value, st)
             value = stmt.value
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+                    and value.func.attr == "update" and value.args:
+                root = root_name(value.func.value)  # `top1.update(acc1[0], n)`: a GPU meter
+                held = st.env.get(root or "")
+                if root and (held in (None, CPU, DERIVED) or held.startswith("obj@")) \
+                        and values.kind(value.args[0], st) in (GPU, MASK):
+                    st.env[root + METER] = GPU
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
                     and value.func.attr in {"append", "extend"} and len(value.args) == 1:
                 name = dotted(value.func.value)
@@ -689,10 +698,10 @@ class Walker:
         if target is None:
             return
         self._follow_into(call, st, *target)
-        for override in self._overrides(call, st, target[1]):
+        for override in self.overrides(call, st, target[1]):
             self._follow_into(call, st, *override)
 
-    def _overrides(self, call: ast.Call, st: State, fn: FuncDef
+    def overrides(self, call: ast.Call, st: State, fn: FuncDef
                    ) -> list[tuple[ModuleContext, FuncDef]]:
         """`self.train_on_batch(batch)` in a base trainer runs the method of the subclass
         the program instantiates: the program's overrides of the method called on self."""

@@ -90,8 +90,9 @@ def number_state(ctx: ModuleContext, v: Value, scope: FuncDef | None) -> Judged:
         if isinstance(v.value, int) and not isinstance(v.value, bool):
             return Judged(ZERO if v.value == 0 else POSITIVE, f"{v.value}")
         return Judged(UNKNOWN_STATE, "literal")
-    if isinstance(v, ast.Attribute) and options_owner(v.value):
-        st = ctx.program.setting(v.attr)
+    option = option_name(v)
+    if option is not None:
+        st = ctx.program.setting(option)
         if st is not None and isinstance(st.default, int) and not isinstance(st.default, bool):
             return Judged(ZERO if st.default == 0 else POSITIVE,
                           f"`{ast.unparse(v)}`, whose default is {st.default}", st.where)
@@ -115,6 +116,17 @@ def number_state(ctx: ModuleContext, v: Value, scope: FuncDef | None) -> Judged:
     return Judged(UNKNOWN_STATE, "expression")
 
 
+def option_name(v: Value) -> str | None:
+    """The option a value reads: `args.workers`, `cfg.DATASET.NUM_WORKERS`,
+    `config['num_workers']` (a dict of the parsed options)."""
+    if isinstance(v, ast.Attribute) and options_owner(v.value):
+        return v.attr
+    if isinstance(v, ast.Subscript) and options_owner(v.value) \
+            and isinstance(v.slice, ast.Constant) and isinstance(v.slice.value, str):
+        return v.slice.value
+    return None
+
+
 def flag_state(ctx: ModuleContext, v: Value) -> str:
     """pin_memory / persistent_workers on one path: "true", "false" (incl. absent) or
     "unknown"."""
@@ -124,8 +136,9 @@ def flag_state(ctx: ModuleContext, v: Value) -> str:
         return "unknown"
     if isinstance(v, ast.Constant):
         return "true" if v.value is True else ("false" if v.value in (False, None, 0) else "unknown")
-    if isinstance(v, ast.Attribute) and options_owner(v.value):
-        st = ctx.program.setting(v.attr)
+    option = option_name(v)
+    if option is not None:
+        st = ctx.program.setting(option)
         if st is not None and st.default is not UNKNOWN:
             return "true" if st.default else "false"
         return "unknown"

@@ -142,10 +142,22 @@ def _class_layers(ctx: ModuleContext) -> tuple[Layers, Layers]:
         if len(assign.targets) == 1:
             name = dotted(assign.targets[0])
             value = assign.value
-            if name and isinstance(value, ast.Call) and (_is_conv(value) or _is_bn(value)):
-                key = (ctx.enclosing(assign, (ast.ClassDef,)), name)
-                (convs if _is_conv(value) else bns).setdefault(key, []).append(value)
+            if not name or not isinstance(value, ast.Call):
+                continue
+            key = (ctx.enclosing(assign, (ast.ClassDef,)), name)
+            if _is_conv(value) or _wrapped_conv_with_bias(ctx, value):
+                convs.setdefault(key, []).append(value)  # (`self.conv1 = Conv(c, k)` too)
+            elif _is_bn(value):
+                bns.setdefault(key, []).append(value)
     return convs, bns
+
+
+def _report_layer(ctx: ModuleContext, conv: ast.Call, bn: ast.Call, *, fixable: bool) -> None:
+    """Report a conv attribute of a class (a plain convolution, or a wrapper of one)."""
+    if _is_conv(conv):
+        _report(ctx, conv, bn, fixable=fixable)
+    else:
+        _report_wrapped(ctx, conv, bn)
 
 
 def _bn_of(ctx: ModuleContext, b: ast.AST, bns: Layers | None = None
@@ -186,7 +198,7 @@ def _pair(ctx: ModuleContext, a: ast.AST, b: ast.AST, *, fixable: bool = True,
     elif isinstance(a, ast.Attribute) and convs is not None:
         # `[self.C, self.BN, self.relu]` with `self.C = nn.Conv2d(...)` above
         for conv in convs.get((ctx.enclosing(a, (ast.ClassDef,)), dotted(a) or ""), ()):
-            _report(ctx, conv, bn, fixable=False)
+            _report_layer(ctx, conv, bn, fixable=False)
         return
     if _is_conv(a):
         _report(ctx, a, bn, fixable=fixable)
@@ -338,8 +350,8 @@ def check(ctx: ModuleContext) -> None:
                 if conv_key in convs and not _under_off_branch(ctx, bn):
                     for conv in convs[conv_key]:
                         # (several convs, or a BatchNorm on some paths: no automatic fix)
-                        _report(ctx, conv, bn,
-                                fixable=len(convs[conv_key]) == 1 and not conditional)
+                        _report_layer(ctx, conv, bn,
+                                      fixable=len(convs[conv_key]) == 1 and not conditional)
 
 
 def _star_passed_lists(ctx: ModuleContext) -> set[int]:

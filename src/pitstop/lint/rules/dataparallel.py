@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from pitstop.lint.astutil import callee_tail, dotted, qualname
 from pitstop.lint.context import OR, ModuleContext
@@ -33,6 +34,8 @@ def check(ctx: ModuleContext) -> None:
                 form = f"`{tail}` (a subclass of `nn.DataParallel`)"
             else:
                 continue
+            if _inference_only(ctx, call):
+                continue
             ctx.report(
                 CODE, call,
                 f"{form} trains in one process with one Python thread per GPU: it "
@@ -41,6 +44,27 @@ def check(ctx: ModuleContext) -> None:
                 "torchrun).",
                 condition=f"+train_program{OR}train_run",  # the program trains
             )
+
+
+EVAL_NAME_RE = re.compile(r"(^|_)(eval|evaluate|evaluator|test|infer|inference|predict|valid|"
+                          r"validate|validation)($|_)", re.I)
+
+
+def _inference_only(ctx: ModuleContext, call: ast.Call) -> bool:
+    """The wrapper sits in a function that only evaluates: it switches the model to
+    ``.eval()`` (or is named as an evaluation) and nothing in it trains (no backward, no
+    ``.train()``). Multi-GPU inference is not what LT015 is about."""
+    scope = ctx.scope_of(call)
+    if scope is None:
+        return False
+    evaluates = bool(EVAL_NAME_RE.search(scope.name))
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in {"backward", "train", "step", "fit"}:
+                return False
+            if node.func.attr == "eval" and not node.args:
+                evaluates = True
+    return evaluates
 
 
 def _subclass(ctx: ModuleContext, call: ast.Call) -> bool:

@@ -125,8 +125,10 @@ def _host_tensor(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
         v = a.value
         if isinstance(v, ast.Call):
             qn = qualname(v.func, ctx.aliases) or ""
-            if (qn.startswith("torch.") and callee_tail(v) in CREATORS
-                    and kwarg(v, "device") is None) or callee_tail(v) == "cpu":
+            tail = callee_tail(v)
+            if (qn.startswith("torch.") and tail in CREATORS and not tail.endswith("_like")
+                    and kwarg(v, "device") is None) or tail == "cpu":
+                # `zeros_like(x)` lives where `x` does
                 return True
     return False
 

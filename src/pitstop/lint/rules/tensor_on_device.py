@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import callee_tail, kwarg, last_name, qualname, root_name
+from pitstop.lint.astutil import callee_tail, dotted, kwarg, last_name, qualname, root_name
 from pitstop.lint.context import GPU, ModuleContext, State
 from pitstop.lint.loops import ENV_RE, is_env_step
 from pitstop.lint.model import SAFE, Edit, Fix
@@ -204,7 +204,8 @@ def _numpy_constant(ctx: ModuleContext, node: ast.AST) -> bool:
                 return False
             node = value
             continue
-        if isinstance(node, ast.Subscript):
+        if isinstance(node, ast.Subscript) or (isinstance(node, ast.Attribute)
+                                               and node.attr == "T"):
             node = node.value
             continue
         if not isinstance(node, ast.Call):
@@ -375,6 +376,18 @@ def _returned_creator(ctx: ModuleContext, node: ast.AST, st: State
     """`diffusion.sample_timesteps(n).to(device)` where the method only returns
     `torch.randint(...)`: the CPU factory every return of the called function builds, and
     where that function is (`sample_timesteps` (ddpm.py:37))."""
+    pos: int | None = None  # `mask, start_mask = causal_mask(n)`: an item of what it returns
+    if isinstance(node, ast.Name):
+        above = [a for a in ctx.index.scoped_assigns.get((st.func, node.id), [])
+                 if a.lineno < node.lineno]
+        a = max(above, key=lambda a: a.lineno) if above else None
+        if not (isinstance(a, ast.Assign) and len(a.targets) == 1
+                and isinstance(a.targets[0], ast.Tuple) and isinstance(a.value, ast.Call)):
+            return None
+        names = [dotted(e) for e in a.targets[0].elts]
+        if node.id not in names:
+            return None
+        pos, node = names.index(node.id), a.value
     if not isinstance(node, ast.Call):
         return None
     target = ctx.function_target(node, st)
@@ -384,7 +397,11 @@ def _returned_creator(ctx: ModuleContext, node: ast.AST, st: State
     returns = tctx.index.returns.get(fn, [])
     found: ast.Call | None = None
     for ret in returns:
-        creator = _creator(tctx, ret.value) if ret.value is not None else None
+        value = ret.value
+        if pos is not None:
+            value = value.elts[pos] if isinstance(value, ast.Tuple) and len(value.elts) > pos \
+                else None
+        creator = _creator(tctx, value) if value is not None else None
         if creator is None:
             return None
         found = found or creator
