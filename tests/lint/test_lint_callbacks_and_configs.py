@@ -743,3 +743,147 @@ def test_an_average_meter_fed_gpu_tensors_is_read_on_the_host_when_formatted(tmp
     run = program(tmp_path, {"train.py": METER_TRAIN, "net.py": NET}, select=("LT001",))
     assert found(run) == {("train.py", line_of(METER_TRAIN, "loss.detach().cpu()"), "LT001"),
                           ("train.py", line_of(METER_TRAIN, "msg = "), "LT001")}
+
+
+# ---------------------------------------------------------------- datasets handed to a trainer
+HANDED_TRAINER = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+
+class Trainer:
+    def __init__(self, model, train_dataset, dev_dataset):
+        self.model = model.cuda()
+        self.train_dataset, self.dev_dataset = train_dataset, dev_dataset
+        self.opt = torch.optim.Adam(self.model.parameters())
+
+    def train(self):
+        loader = DataLoader(self.train_dataset, batch_size=32, shuffle=True)
+        for epoch in range(3):
+            for ids, labels in loader:
+                loss = self.model(ids.cuda(), labels.cuda())
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                self.evaluate()
+
+    def evaluate(self):
+        loader = DataLoader(self.dev_dataset, batch_size=64)
+        preds = None
+        self.model.eval()
+        with torch.no_grad():
+            for ids, labels in loader:
+                logits = self.model(ids.cuda())
+                if preds is None:
+                    preds = logits.detach().cpu().numpy()
+                else:
+                    preds = np.append(preds, logits.detach().cpu().numpy(), axis=0)
+        return preds
+"""
+
+HANDED_MAIN = """
+import torch
+from torch.utils.data import TensorDataset
+from trainer import Trainer
+from net import Net
+
+
+def load_and_cache_examples(features):
+    ids = torch.tensor([f.ids for f in features], dtype=torch.long)
+    labels = torch.tensor([f.label for f in features], dtype=torch.long)
+    return TensorDataset(ids, labels)
+
+
+def main(args):
+    train_dataset = load_and_cache_examples(torch.load(args.train))
+    dev_dataset = load_and_cache_examples(torch.load(args.dev))
+    trainer = Trainer(Net(), train_dataset, dev_dataset)
+    trainer.train()
+
+
+if __name__ == "__main__":
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--train", default="train.pt")
+    parser.add_argument("--dev", default="dev.pt")
+    main(parser.parse_args())
+"""
+
+
+def test_tensor_datasets_handed_to_a_trainer_and_predictions_gathered_per_batch(tmp_path):
+    run = program(tmp_path, {"main.py": HANDED_MAIN, "trainer.py": HANDED_TRAINER,
+                             "net.py": NET}, select=("LT001", "LT002", "LT003"))
+    # in-memory datasets: no workers or pinning to ask for; the first batch's `preds`
+    # branch runs once, the `else:` on every batch
+    assert found(run) == {("trainer.py", line_of(HANDED_TRAINER, "preds = np.append"), "LT001")}
+
+
+PRIOR = """
+import torch
+from torch import nn
+
+
+class TabNetEncoder(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.attention_dim = d
+
+    def forward(self, x, prior=None):
+        if prior is None:
+            prior = torch.ones((x.shape[0], self.attention_dim)).to(x.device)
+        return self.fc(x) * prior
+"""
+
+
+def test_a_default_filled_in_forward_is_built_on_every_call(tmp_path):
+    run = program(tmp_path, {"train.py": TRAIN_ANY.format(model="TabNetEncoder",
+                                                          module="prior"),
+                             "prior.py": PRIOR}, select=("LT012",))
+    assert found(run) == {("prior.py", line_of(PRIOR, "prior = torch.ones"), "LT012")}
+
+
+CRITERION = """
+import torch
+from torch import nn
+
+
+class SetCriterion(nn.Module):
+    def forward(self, outputs, targets):
+        num_boxes = sum(len(t["labels"]) for t in targets)
+        num_boxes = torch.as_tensor([num_boxes], dtype=torch.float,
+                                    device=next(iter(outputs.values())).device)
+        num_boxes = torch.clamp(num_boxes, min=1).item()
+        return outputs["pred_logits"].sum() / num_boxes
+"""
+
+CRITERION_TRAIN = """
+import torch
+from torch.utils.tensorboard import SummaryWriter
+from criterion import SetCriterion
+from net import Net
+
+device = torch.device("cuda")
+model, criterion = Net().to(device), SetCriterion()
+writer = SummaryWriter()
+opt = torch.optim.Adam(model.parameters())
+loader = torch.utils.data.DataLoader(list(range(8)), num_workers=2, pin_memory=True,
+                                     persistent_workers=True)
+for epoch in range(3):
+    for step, (x, y) in enumerate(loader):
+        out = model(x.to(device, non_blocking=True))
+        loss = criterion({"pred_logits": out}, y)
+        l1 = torch.nn.L1Loss()(out, y.to(device, non_blocking=True))
+        opt.zero_grad()
+        (loss + l1).backward()
+        opt.step()
+        writer.add_scalars("training_loss", {"l1": l1}, step)
+"""
+
+
+def test_a_tensor_on_the_device_of_the_outputs_and_a_loss_applied_where_built(tmp_path):
+    run = program(tmp_path, {"train.py": CRITERION_TRAIN, "criterion.py": CRITERION,
+                             "net.py": NET}, select=("LT001",))
+    assert found(run) == {("criterion.py", line_of(CRITERION, ".item()"), "LT001"),
+                          ("train.py", line_of(CRITERION_TRAIN, "writer.add_scalars"), "LT001")}

@@ -319,6 +319,8 @@ class LoopModel:
             return {"rare": "frequent", "frequent": "rare"}.get(inner or "")
         if isinstance(test, ast.BinOp) and isinstance(test.op, ast.Mod):
             return None if _accumulation(test) else "frequent"
+        if self._first_time(test):
+            return "rare"
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             op = test.ops[0]
             sides = [test.left, test.comparators[0]]
@@ -381,6 +383,27 @@ class LoopModel:
             if isinstance(test.func, ast.Call) and callee_tail(test.func) == "every":
                 return "rare"
         return None
+
+    def _first_time(self, test: ast.AST) -> bool:
+        """`if preds is None: preds = x.cpu()` inside a loop: the branch that fills the
+        name runs on the first iteration only (the `else:` is the per-iteration one)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None):
+            return False
+        name = dotted(test.left)
+        branch = self.ctx.parents.get(test)
+        if not name or not isinstance(branch, ast.If) or branch.test is not test:
+            return False
+        # (`preds = None` above, before the loop: not `if prior is None:` of a parameter,
+        # which is filled on every call that leaves it out)
+        scope = self.ctx.scope_of(test)
+        initialised = any(
+            isinstance(a.value, ast.Constant) and a.value.value is None and a.lineno < test.lineno
+            for a in self.ctx.index.scoped_assigns.get((scope, name), ()))
+        return initialised and any(
+            isinstance(n, ast.Assign) and any(dotted(t) == name for t in n.targets)
+            for stmt in branch.body for n in ast.walk(stmt))
 
     def runs_once(self, loop: ast.AST) -> bool:
         """`for epoch in range(1)`, or over `range(args.epochs)` whose option defaults to

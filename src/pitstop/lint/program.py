@@ -523,22 +523,27 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
         return any(site.star or param in site.on or pos in site.on
                    for _key, _caller, site in self._callsite_index().get((module, qualname), ()))
 
+    def passed(self, module: str, qualname: str, param: str) -> list[tuple[str, str | None]]:
+        """(caller module, descriptor) of what each call of the function passes for
+        ``param`` (None where a call passes nothing the summaries describe)."""
+        params = self._call_params(module, qualname) or []
+        pos = params.index(param) if param in params else None
+        out: list[tuple[str, str | None]] = []
+        for caller_key, _caller, site in self._callsite_index().get((module, qualname), ()):
+            d = next((v for k, v in site.kwargs if k == param), None)
+            if d is None and pos is not None and pos < len(site.args):
+                d = site.args[pos]
+            out.append((caller_key, d))
+        return out
+
     @query
     def param(self, module: str, qualname: str, param: str) -> Resolved | None:
         """What the callers of a function pass for one of its parameters (when they agree)."""
         params = self._call_params(module, qualname)
         if params is None:
             return None
-        pos = params.index(param) if param in params else None
-        seen: list[Resolved | None] = []
-        for caller_key, _caller, site in self._callsite_index().get((module, qualname), ()):
-            d = None
-            for k, v in site.kwargs:
-                if k == param:
-                    d = v
-            if d is None and pos is not None and pos < len(site.args):
-                d = site.args[pos]
-            seen.append(self.resolve(caller_key, d) if d else None)
+        seen = [self.resolve(caller_key, d) if d else None
+                for caller_key, d in self.passed(module, qualname, param)]
         found = [r for r in seen if r is not None]
         if not found:
             return None

@@ -48,11 +48,17 @@ class ProgramClasses:
         def klass(self, module: str, name: str) -> ClassSummary | None: ...
         def function(self, sym: Sym) -> FuncSummary | None: ...
         def resolve(self, key: str, desc: str | None) -> Resolved | None: ...
+        def passed(self, module: str, qualname: str, param: str
+                   ) -> list[tuple[str, str | None]]: ...
 
     @query
     def trivial_items(self, key: str, desc: str | None, plain: bool = False) -> bool:
         """Is ``desc`` an instance of a Dataset class whose items cost nothing to load
         (``plain``: and are no slices of held data either)?"""
+        if desc and desc.startswith(("attr:", "param:")):
+            # `DataLoader(self.train_dataset)`: what the constructor was handed (a cycle
+            # ends in the memo's "unknown")
+            return self._trivial_through(key, desc, plain)
         if not desc or not desc.startswith(("call:", "obj:")):
             return False
         sym = self.callee(key, desc.partition(":")[2].partition("#")[0])
@@ -67,6 +73,20 @@ class ProgramClasses:
             return False
         summary = self.klass(sym.module, sym.name)
         return summary is not None and (summary.plain_items if plain else summary.trivial_items)
+
+    def _trivial_through(self, key: str, desc: str, plain: bool) -> bool:
+        """:meth:`trivial_items` of an attribute (its assigned value) or a parameter
+        (what every caller passes)."""
+        kind, _, rest = desc.partition(":")
+        if kind == "attr":
+            cls, _, attr = rest.partition(".")
+            summary = self.klass(key, cls)
+            inner = summary.attrs.get(attr) if summary is not None else None
+            return inner is not None and self.trivial_items(key, inner, plain)
+        fq, _, param = rest.rpartition(".")
+        passed = self.passed(key, fq, param)
+        return bool(passed) and all(d is not None and self.trivial_items(k, d, plain)
+                                    for k, d in passed)
 
     @query
     def class_is(self, module: str, cls: str, what: str) -> bool:

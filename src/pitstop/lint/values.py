@@ -292,6 +292,9 @@ class ValueModel:
     def _call_kind(self, node: ast.Call, st: State) -> str | None:
         ctx = self.ctx
         func = node.func
+        if isinstance(func, ast.Call) and LOSS_RE.search(callee_tail(func)) and any(
+                self.kind(a, st) in (GPU, MASK) for a in node.args):
+            return GPU  # `nn.L1Loss()(pred, target)`: a loss built and applied at once
         tail = callee_tail(node)
         if tail.startswith(("is_", "has_")):
             return CPU  # `x.is_complex()`, `has_torch_function(args)`: Python booleans
@@ -386,7 +389,7 @@ class ValueModel:
             if dev is not None:
                 dk = ctx.devices.kind(dev.value, st.func)
                 if dk == DEV_GPU or (dk == "maybe" and ctx.gpu_program) or \
-                        self.kind(dev.value, st) == GPU:
+                        self.kind(dev.value, st) == GPU or self._device_of_gpu_value(dev.value, st):
                     return GPU
                 return CPU if dk == DEV_CPU else None
             if tail.endswith("_like") and node.args:
@@ -723,6 +726,25 @@ class ValueModel:
                     items = [GPU if k is None else k for k in (items or [None] * n)]
                 return items
         return out if any(out) else None
+
+    def _device_of_gpu_value(self, node: ast.expr, st: State) -> bool:
+        """`x.device`, `next(iter(outputs.values())).device`: the device of a GPU value."""
+        if not (isinstance(node, ast.Attribute) and node.attr == "device"):
+            return False
+        inner: ast.expr = node.value
+        for _ in range(6):
+            if isinstance(inner, ast.Call) and callee_tail(inner) in {"next", "iter"} \
+                    and isinstance(inner.func, ast.Name) and inner.args:
+                inner = inner.args[0]
+            elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
+                    and inner.func.attr in {"values", "parameters", "buffers"}:
+                inner = inner.func.value
+            elif isinstance(inner, ast.Subscript):
+                inner = inner.value
+            else:
+                break
+        k = self.kind(inner, st)
+        return k in (GPU, MASK) or (is_model(k) and self.ctx.gpu_program)
 
     def _model_method(self, call: ast.Call, st: State) -> bool:
         """A method of a model of a GPU program that computes on its inputs

@@ -144,11 +144,12 @@ def _class_layers(ctx: ModuleContext) -> tuple[Layers, Layers]:
             value = assign.value
             if not name or not isinstance(value, ast.Call):
                 continue
-            key = (ctx.enclosing(assign, (ast.ClassDef,)), name)
-            if _is_conv(value) or _wrapped_conv_with_bias(ctx, value):
-                convs.setdefault(key, []).append(value)  # (`self.conv1 = Conv(c, k)` too)
-            elif _is_bn(value):
-                bns.setdefault(key, []).append(value)
+            if _is_bn(value):
+                bns.setdefault((ctx.enclosing(assign, (ast.ClassDef,)), name), []).append(value)
+            elif _is_conv(value) or (name.startswith("self.")
+                                     and _wrapped_conv_with_bias(ctx, value)):
+                # (`self.conv1 = Conv(c, k)`, a wrapper of one convolution, too)
+                convs.setdefault((ctx.enclosing(assign, (ast.ClassDef,)), name), []).append(value)
     return convs, bns
 
 
