@@ -887,3 +887,104 @@ def test_a_tensor_on_the_device_of_the_outputs_and_a_loss_applied_where_built(tm
                              "net.py": NET}, select=("LT001",))
     assert found(run) == {("criterion.py", line_of(CRITERION, ".item()"), "LT001"),
                           ("train.py", line_of(CRITERION_TRAIN, "writer.add_scalars"), "LT001")}
+
+
+MASK_HELPER = """
+import torch
+
+
+def get_non_pad_mask(padded_input, input_lengths):
+    non_pad_mask = padded_input.new_ones(padded_input.size()[:-1])
+    for i in range(padded_input.size(0)):
+        non_pad_mask[i, input_lengths[i]:] = 0
+    return non_pad_mask
+"""
+
+MASK_TRAIN = """
+import torch
+from masks import get_non_pad_mask
+from net import Net
+
+device = torch.device("cuda")
+model = Net().to(device)
+opt = torch.optim.Adam(model.parameters())
+loader = torch.utils.data.DataLoader(list(range(8)), num_workers=2, pin_memory=True,
+                                     persistent_workers=True)
+for epoch in range(3):
+    for x, lengths in loader:
+        x, lengths = x.to(device, non_blocking=True), lengths.to(device, non_blocking=True)
+        loss = (model(x) * get_non_pad_mask(x, lengths)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_gpu_length_as_the_bound_of_a_store_in_a_per_batch_helper(tmp_path):
+    run = program(tmp_path, {"train.py": MASK_TRAIN, "masks.py": MASK_HELPER, "net.py": NET},
+                  select=("LT001",))
+    assert found(run) == {("masks.py", line_of(MASK_HELPER, "input_lengths[i]:] = 0"), "LT001")}
+
+
+# ---------------------------------------------------------------- glue without torch
+SELECT_MODEL = """
+def define_Model(opt):
+    if opt['model'] == 'plain':
+        from models.model_plain import ModelPlain as M
+    else:
+        raise NotImplementedError(opt['model'])
+    return M(opt)
+"""
+
+MODEL_PLAIN = """
+import torch
+from torch import nn
+
+
+class ModelPlain:
+    def __init__(self, opt):
+        self.netG = nn.Sequential(nn.Conv2d(3, 3, 3), nn.ReLU()).cuda()
+        self.G_lossfn = nn.L1Loss().cuda()
+        self.G_optimizer = torch.optim.Adam(self.netG.parameters())
+        self.log_dict = {}
+
+    def feed_data(self, data):
+        self.L = data['L'].cuda(non_blocking=True)
+        self.H = data['H'].cuda(non_blocking=True)
+
+    def optimize_parameters(self, current_step):
+        self.G_optimizer.zero_grad()
+        self.E = self.netG(self.L)
+        G_loss = self.G_lossfn(self.E, self.H)
+        G_loss.backward()
+        self.G_optimizer.step()
+        self.log_dict['G_loss'] = G_loss.item()
+"""
+
+GLUE_MAIN = """
+import argparse
+import torch
+from torch.utils.data import DataLoader
+from models.select_model import define_Model
+
+parser = argparse.ArgumentParser()
+parser.add_argument('--opt', default='train.json')
+opt = {'model': 'plain'}
+model = define_Model(opt)
+loader = DataLoader(torch.load('patches.pt'), batch_size=16, num_workers=8, pin_memory=True,
+                    persistent_workers=True)
+for epoch in range(100):
+    for i, train_data in enumerate(loader):
+        model.feed_data(train_data)
+        model.optimize_parameters(i)
+"""
+
+
+def test_a_model_factory_module_that_names_no_torch_still_links_the_program(tmp_path):
+    run = program(tmp_path, {"main_train_psnr.py": GLUE_MAIN,
+                             "models/select_model.py": SELECT_MODEL,
+                             "models/model_plain.py": MODEL_PLAIN},
+                  select=("LT001", "LT005"))
+    loop = line_of(GLUE_MAIN, "for i, train_data")
+    assert found(run) == {("main_train_psnr.py", loop, "LT005"),
+                          ("model_plain.py", line_of(MODEL_PLAIN, "G_loss.item()"), "LT001")}

@@ -508,8 +508,8 @@ def context_summaries(results: list[FileResult], linted: set[str],
 def _summarise_file(path: str) -> ModuleSummary | None:
     try:
         data = read_source(path)
-        if len(data) > MAX_CONTEXT_BYTES or not mentions_torch(data):
-            return None
+        if len(data) > MAX_CONTEXT_BYTES:
+            return None  # (imported by the program: torch or not, it may route its calls)
         text = decode(data)
         tree = parse(text, path)
     except (OSError, SyntaxError, ValueError, UnicodeError, LookupError, RecursionError,
@@ -596,7 +596,10 @@ def link(results: list[FileResult], options: LintOptions,
     """The second pass: the program of the linted files and the modules they import."""
     summaries = [r.summary for r in results if r.summary is not None]
     base = Program(summaries, roots=roots or [], device=options.device)
-    linted = {base.key(r.path) for r in results}
+    # (a linted file skipped for naming no torch may still be the glue between two that
+    # do -- `models/select_model.py` importing the model class by name -- so the modules
+    # the program imports are summarised whether or not they were skipped)
+    linted = {base.key(r.path) for r in results if not r.skipped}
     extra = context_summaries(results, linted, base)
     if not extra:
         return base

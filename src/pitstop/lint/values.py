@@ -419,7 +419,10 @@ class ValueModel:
             return found
         if tail[:1].isupper() and not tail.isupper() and tail not in {"Tensor", "DataLoader"} \
                 and isinstance(func, (ast.Name, ast.Attribute)) and not qn.startswith(
-                    ("torch.utils", "numpy", "collections", "typing")):
+                    ("torch.utils", "numpy", "collections", "typing")) \
+                and not (isinstance(func, ast.Attribute) and dotted(func.value) == "self"
+                         and LOSS_RE.search(tail)):
+            # (a class built; not `self.G_lossfn(...)`, a loss module the model holds)
             first = self.kind(node.args[0], st) if node.args and not isinstance(
                 node.args[0], ast.Starred) else None
             if is_loader_kind(first):
@@ -433,7 +436,15 @@ class ValueModel:
         argkinds += [self.kind(k.value, st) for k in node.keywords]
         any_gpu = GPU in argkinds or MASK in argkinds
         if LOSS_RE.search(tail) or qn.startswith("torch.nn.functional."):
-            return GPU if any_gpu else None
+            if any_gpu:
+                return GPU
+            # `self.G_lossfn(self.E, self.H)`: a loss module the model holds, applied to
+            # what its forward pass stored on self -- most likely on the GPU
+            holder = dotted(func) or ""
+            if ctx.gpu_program and holder.startswith("self.") and holder.count(".") == 1 \
+                    and node.args and CPU not in argkinds:
+                return DERIVED
+            return None
         if qn.startswith("torch.") and not qn.startswith(("torch.cuda.", "torch.distributed.")):
             if tail in TORCH_MASKS:
                 return MASK if any_gpu else None
