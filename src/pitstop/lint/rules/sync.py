@@ -163,9 +163,9 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
                         "reading them first (`x[mask]`): the host must learn their number",
                         "boolean-mask")
             else:  # `mask[i, lengths[i]:] = 0`: the bounds of a store are read as well
-                for part in ast.walk(t.slice):
-                    if isinstance(part, ast.Slice):
-                        check_hot(ctx, part, st)
+                for sub in ast.walk(t.slice):
+                    if isinstance(sub, ast.Slice):
+                        check_hot(ctx, sub, st)
         return
     if isinstance(node, ast.Slice):
         for part in (node.lower, node.upper, node.step):
