@@ -988,3 +988,39 @@ def test_a_model_factory_module_that_names_no_torch_still_links_the_program(tmp_
     loop = line_of(GLUE_MAIN, "for i, train_data")
     assert found(run) == {("main_train_psnr.py", loop, "LT005"),
                           ("model_plain.py", line_of(MODEL_PLAIN, "G_loss.item()"), "LT001")}
+
+
+GRAD_NORM = """
+def get_grad_norm(parameters, norm_type=2):
+    parameters = list(filter(lambda p: p.grad is not None, parameters))
+    total_norm = 0
+    for p in parameters:
+        param_norm = p.grad.data.norm(norm_type)
+        total_norm += param_norm.item() ** norm_type
+    return total_norm ** (1. / norm_type)
+"""
+
+GRAD_TRAIN = """
+import torch
+from utils import get_grad_norm
+from net import Net
+
+device = torch.device("cuda")
+model = Net().to(device)
+opt = torch.optim.Adam(model.parameters())
+loader = torch.utils.data.DataLoader(list(range(8)), num_workers=2, pin_memory=True,
+                                     persistent_workers=True)
+for epoch in range(3):
+    for x in loader:
+        loss = model(x.to(device, non_blocking=True)).sum()
+        opt.zero_grad()
+        loss.backward()
+        grad_norm = get_grad_norm(model.parameters())
+        opt.step()
+"""
+
+
+def test_the_parameters_of_a_gpu_model_read_one_by_one_in_a_per_step_helper(tmp_path):
+    run = program(tmp_path, {"train.py": GRAD_TRAIN, "utils.py": GRAD_NORM, "net.py": NET},
+                  select=("LT001",))
+    assert found(run) == {("utils.py", line_of(GRAD_NORM, "param_norm.item()"), "LT001")}

@@ -324,6 +324,8 @@ class ValueModel:
                     self.looks_like_module(func.value, st) else GPU
             if tail == "cpu":  # a tensor or a module brought to the host
                 return CPU
+            if tail in {"parameters", "buffers"} and is_model(recv) and ctx.gpu_program:
+                return GPU_LIST  # the model's tensors, on its device
             if tail in MODEL_METHODS and tail not in {"train", "eval", "apply", "float", "half"}:
                 return None  # model.parameters(), .state_dict(): no tensor
             if is_model(recv) and tail in {"train", "eval", "float", "half", "bfloat16",
@@ -376,7 +378,10 @@ class ValueModel:
             return GPU  # `loss = sum(losses)`: the builtin adds the GPU tensors up
         if tail in {"tuple", "list"} and isinstance(func, ast.Name) and len(node.args) == 1:
             inner = self.kind(node.args[0], st)
-            return GPU if inner == GPU else None
+            return inner if inner in (GPU, GPU_LIST) else None
+        if tail == "filter" and isinstance(func, ast.Name) and len(node.args) == 2:
+            inner = self.kind(node.args[1], st)  # `filter(lambda p: p.grad is not None, ps)`
+            return inner if inner in (GPU, GPU_LIST) else None
         if tail in BATCH_WRAPPERS and node.args and not isinstance(node.args[0], ast.Starred):
             inner = self.kind(node.args[0], st)  # tqdm(loader), log_every(loader, 10)
             if is_loader_kind(inner):

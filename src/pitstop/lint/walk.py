@@ -541,7 +541,7 @@ class Walker:
                     inner.batch.add(name)
                     if src:
                         inner.batch_src[name] = src
-                elif ik == GPU:
+                elif ik in (GPU, GPU_LIST):  # (a list of GPU tensors: each item is one)
                     inner.env[name] = GPU
                 else:
                     inner.env.pop(name, None)
