@@ -52,3 +52,10 @@ def found(run: RunResult, code: str | None = None) -> set[tuple[str, int, str]]:
     """(file name, line, code) of every finding (of ``code``)."""
     return {(Path(f.path).name, f.line, f.code) for f in run.findings
             if code is None or f.code == code}
+
+
+def line_of(src: str, needle: str) -> int:
+    """The line of ``needle`` in ``src`` as the linter numbers it (:func:`program` strips
+    the leading newline)."""
+    lines = src.lstrip("\n").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if needle in text)

@@ -7,13 +7,7 @@ forward())."""
 
 from __future__ import annotations
 
-from lint_helpers import found, program
-
-
-def line_of(src: str, needle: str) -> int:
-    lines = src.lstrip("\n").splitlines()
-    return next(i for i, text in enumerate(lines, 1) if needle in text)
-
+from lint_helpers import found, line_of, program
 
 # ---------------------------------------------------------------- training in forward()
 META = """

@@ -6,13 +6,7 @@ switch stored on `self` that defaults to False)."""
 
 from __future__ import annotations
 
-from lint_helpers import found, program
-
-
-def line_of(src: str, needle: str) -> int:
-    """The line of ``needle`` in ``src`` as the linter numbers it (leading newline off)."""
-    lines = src.lstrip("\n").splitlines()
-    return next(i for i, text in enumerate(lines, 1) if needle in text)
+from lint_helpers import found, line_of, program
 
 TRAIN = """
 import torch
