@@ -1018,3 +1018,128 @@ def test_the_parameters_of_a_gpu_model_read_one_by_one_in_a_per_step_helper(tmp_
     run = program(tmp_path, {"train.py": GRAD_TRAIN, "utils.py": GRAD_NORM, "net.py": NET},
                   select=("LT001",))
     assert found(run) == {("utils.py", line_of(GRAD_NORM, "param_norm.item()"), "LT001")}
+
+
+# ---------------------------------------------------------------- look-alikes from review
+OWN_LOADER = """
+import random
+
+
+class DataLoader(object):
+    def __init__(self, examples, batch_size, shuffle=True):
+        self.examples, self.batch_size, self.shuffle = examples, batch_size, shuffle
+
+    def __iter__(self):
+        if self.shuffle:
+            random.shuffle(self.examples)
+        for i in range(0, len(self.examples), self.batch_size):
+            yield self.examples[i:i + self.batch_size]
+"""
+
+OWN_LOADER_TRAIN = """
+import torch
+from data import DataLoader
+from net import Net
+
+model = Net().cuda()
+opt = torch.optim.Adam(model.parameters())
+loader = DataLoader([([1.0] * 4, 0)] * 100, batch_size=8)
+for epoch in range(3):
+    for batch in loader:
+        x = torch.tensor([b[0] for b in batch], device="cuda")
+        loss = model(x).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_class_of_the_project_named_dataloader_is_not_torchs(tmp_path):
+    run = program(tmp_path, {"train.py": OWN_LOADER_TRAIN, "data.py": OWN_LOADER, "net.py": NET},
+                  select=("LT002", "LT003", "LT004"))
+    assert found(run) == set()
+
+
+RESET_EACH_STEP = """
+import torch
+from net import Net
+
+device = torch.device("cuda")
+model = Net().to(device)
+opt = torch.optim.Adam(model.parameters())
+loader = torch.utils.data.DataLoader(list(range(8)), num_workers=2, pin_memory=True,
+                                     persistent_workers=True)
+for epoch in range(3):
+    for x, y in loader:
+        weights = None
+        if weights is None:
+            weights = torch.ones(10).to(device)
+        loss = (model(x.to(device, non_blocking=True)).sum() * weights).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+LOADER_KEPT = """
+import torch
+from net import Net
+
+model = Net().cuda()
+opt = torch.optim.Adam(model.parameters())
+loader = None
+for epoch in range(10):
+    if loader is None or epoch == 5:
+        loader = torch.utils.data.DataLoader(torch.load("d.pt"), batch_size=8, num_workers=8,
+                                             pin_memory=True)
+    for x in loader:
+        loss = model(x.cuda(non_blocking=True)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_name_reset_every_step_and_a_loader_built_under_a_condition(tmp_path):
+    run = program(tmp_path, {"a.py": RESET_EACH_STEP, "net.py": NET}, select=("LT012",))
+    assert found(run) == {("a.py", line_of(RESET_EACH_STEP, "torch.ones(10).to(device)"), "LT012")}
+    run = program(tmp_path, {"b.py": LOADER_KEPT, "net.py": NET}, select=("LT004",))
+    assert found(run) == {("b.py", line_of(LOADER_KEPT, "loader = torch.utils.data.DataLoader"),
+                           "LT004")}
+
+
+DP_RESUME = """
+import argparse
+import torch
+import torch.nn as nn
+from net import Net
+
+
+def train_one_epoch(model, loader, opt):
+    for x in loader:
+        loss = model(x.cuda(non_blocking=True)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def main(args):
+    model = nn.DataParallel(Net()).cuda()
+    if args.resume:
+        model.load_state_dict(torch.load(args.resume))
+        model.eval()
+    opt = torch.optim.Adam(model.parameters())
+    loader = torch.utils.data.DataLoader(torch.load("d.pt"), batch_size=8, num_workers=2,
+                                         pin_memory=True, persistent_workers=True)
+    for epoch in range(10):
+        train_one_epoch(model, loader, opt)
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+main(parser.parse_args())
+"""
+
+
+def test_dataparallel_in_a_function_that_trains_through_a_helper(tmp_path):
+    run = program(tmp_path, {"main.py": DP_RESUME, "net.py": NET}, select=("LT015",))
+    assert found(run) == {("main.py", line_of(DP_RESUME, "nn.DataParallel(Net())"), "LT015")}

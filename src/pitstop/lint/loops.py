@@ -398,8 +398,11 @@ class LoopModel:
         # (`preds = None` above, before the loop: not `if prior is None:` of a parameter,
         # which is filled on every call that leaves it out)
         scope = self.ctx.scope_of(test)
-        initialised = any(
-            isinstance(a.value, ast.Constant) and a.value.value is None and a.lineno < test.lineno
+        loop = self.ctx.enclosing(test, (ast.For, ast.AsyncFor, ast.While))
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            return False
+        initialised = any(  # (reset inside the loop, it would be "every iteration")
+            isinstance(a.value, ast.Constant) and a.value.value is None and a.lineno < loop.lineno
             for a in self.ctx.index.scoped_assigns.get((scope, name), ()))
         return initialised and any(
             isinstance(n, ast.Assign) and any(dotted(t) == name for t in n.targets)

@@ -389,7 +389,7 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
                 else:
                     return None
                 if not more:
-                    if r is not None and r.kind == "func":  # a callback the callers hand in
+                    if r is not None and r.kind == "func" and r.name:  # a callback handed in
                         return Sym("func", r.module, r.name)
                     return Sym("value", key, name, f"param:{fq}.{param}") \
                         if r is not None and r.kind == "obj" else None

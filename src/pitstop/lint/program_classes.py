@@ -120,6 +120,14 @@ class ProgramClasses:
         return sym is not None and sym.kind == "class" and self.class_is(sym.module, sym.name, what)
 
     @query
+    def names_other_class(self, key: str, dotted: str, what: str) -> bool:
+        """Does ``dotted`` name a class of the program that is *not* ``what`` (a
+        `class DataLoader(object)` of the project's own)?"""
+        sym = self.lookup(key, dotted)
+        return sym is not None and sym.kind == "class" and not self.class_is(
+            sym.module, sym.name, what)
+
+    @query
     def defines(self, key: str, dotted: str) -> bool:
         """Does ``dotted`` (`Class.method`) resolve in module ``key``, bases included?"""
         return self.lookup(key, dotted) is not None

@@ -287,9 +287,11 @@ class Describer:
             if scope is not None:
                 return f"global:{name}"
             return self._first(values, name, None, depth)
-        if index.module_function(name) is not None or any(
-                index.owner.get(fn) is scope for fn in index.functions.get(name, ())):
+        if any(fn not in index.class_of and (index.owner.get(fn) is None or (
+                scope is not None and index.owner.get(fn) is scope))
+               for fn in index.functions.get(name, ())):
             # a function handed on as a value (`trainer.eval(evaluate, ...)`): a callback
+            # (a top-level def, or one nested in this very function; not a method)
             return f"fn:{name}"
         if name in index.classes:
             return None

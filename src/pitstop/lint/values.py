@@ -194,7 +194,7 @@ class ValueModel:
                 return st.env[name]
             if isinstance(node, ast.Attribute):
                 if node.attr in METER_READS and st.env.get(
-                        (root_name(node.value) or "") + METER) == GPU:
+                        (dotted(node.value) or "") + METER) == GPU:
                     return GPU  # `top1.avg` of a meter fed GPU tensors: a GPU tensor
                 inner = self.kind(node.value, st)
                 if inner in (GPU, MASK, DERIVED):
@@ -635,7 +635,8 @@ class ValueModel:
             k = self.kind(arg, st)
             if k is not None:
                 env[params[i]] = k
-        if fn.args.vararg is not None and any(self.kind(a, st) in (GPU, MASK) for a in extra):
+        if fn.args.vararg is not None and extra and all(
+                self.kind(a, st) in (GPU, MASK) for a in extra):
             env[fn.args.vararg.arg] = GPU  # `def add(self, *args)`: a tuple of GPU tensors
         named = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
         for kw in call.keywords:

@@ -47,8 +47,7 @@ if TYPE_CHECKING:
 MAX_FOLLOW_DEPTH = 4
 # Parameters of forward() that are switches, not inputs (`forward(self, labels, train)`).
 FLAG_PARAM_RE = re.compile(r"^(train|training|is_train(ing)?|eval|evaluate|mode|phase|split|"
-                           r"stage|verbose|debug|deterministic|inference|test|i|j|k|n|layer|level|depth|idx|"
-                           r"index|topk|top_k|"
+                           r"stage|verbose|debug|deterministic|inference|test|i|j|k|n|layer|topk|top_k|"
                            r"model_type|name)$|^(return|use|with|is|do|enable|apply|need|force|"
                            r"num|n|max|min)_|_(mode|flag|only|type|name|len|size|num|count|phase|"
                            r"idx|index)$|step|epoch|iter|^(seq_|max_)?len(gth)?s?$|size$",
@@ -337,11 +336,11 @@ class Walker:
             value = stmt.value
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
                     and value.func.attr == "update" and value.args:
-                root = root_name(value.func.value)  # `top1.update(acc1[0], n)`: a GPU meter
-                held = st.env.get(root or "")
-                if root and (held in (None, CPU, DERIVED) or held.startswith("obj@")) \
+                meter = dotted(value.func.value)  # `top1.update(acc1[0], n)`: a GPU meter
+                held = st.env.get(meter or "")
+                if meter and (held in (None, CPU, DERIVED) or held.startswith("obj@")) \
                         and values.kind(value.args[0], st) in (GPU, MASK):
-                    st.env[root + METER] = GPU
+                    st.env[meter + METER] = GPU
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
                     and value.func.attr in {"append", "extend"} and len(value.args) == 1:
                 name = dotted(value.func.value)

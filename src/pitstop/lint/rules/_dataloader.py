@@ -6,6 +6,7 @@ batches are consumed)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pitstop.lint.astutil import (
@@ -41,13 +42,21 @@ UNKNOWN_STATE = "unknown"
 def dataloader_calls(ctx: ModuleContext) -> list[ast.Call]:
     """The module's DataLoader calls, less those of the self-test that a module the
     program imports runs only when started on its own (`if __name__ == "__main__":`)."""
-    calls = [c for c in _calls(ctx.index) if loader_subclass(ctx.index, c) != "imported"
-             or ctx.program.loader_class(ctx.key, dotted(c.func) or "") is not None]
+    calls = [c for c in _calls(ctx.index) if (loader_subclass(ctx.index, c) != "imported"
+             or ctx.program.loader_class(ctx.key, dotted(c.func) or "") is not None)
+             and not _own_class_named_loader(ctx, c)]
     if not calls or not ctx.program.imported(ctx.key):
         return calls
     spans = [(s.lineno, s.end_lineno or s.lineno) for s in ctx.index.tree.body
              if is_main_guard(s)]
     return [c for c in calls if not any(a <= c.lineno <= b for a, b in spans)]
+
+
+def _own_class_named_loader(ctx: ModuleContext, call: ast.Call) -> bool:
+    """`from data import DataLoader` where data.py defines a `class DataLoader(object)` of
+    its own (not a subclass of torch's): not a torch loader."""
+    return callee_tail(call) == "DataLoader" and ctx.program.names_other_class(
+        ctx.key, dotted(call.func) or "", "loader")
 
 
 def iterates_its_own_way(ctx: ModuleContext, call: ast.Call) -> bool:
@@ -271,6 +280,19 @@ def _param_for(fn: FuncDef, call: ast.Call, name: str) -> str | None:
     return None
 
 
+def wrapped_names(nodes: Iterable[ast.AST], names: set[str]) -> set[str]:
+    """``names`` and those bound, in ``nodes``, to a progress bar or enumerate of one of
+    them (`pbar = tqdm(loader)`, `it = enumerate(zip(a, b))`)."""
+    for node in nodes:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                node.value, ast.Call) and callee_tail(node.value) in LOADER_WRAPPERS and any(
+                dotted(i) in names for i in unwrap_iterable(node.value)):
+            target = dotted(node.targets[0])
+            if target:
+                names.add(target)
+    return names
+
+
 def _epochs_inside(ctx: ModuleContext, call: ast.Call, name: str) -> bool:
     """Does the same-module function called by ``call`` iterate the loader it receives as
     ``name`` inside an outer loop (`def train(loader): for epoch...: for b in tqdm(loader)`)?"""
@@ -282,14 +304,7 @@ def _epochs_inside(ctx: ModuleContext, call: ast.Call, name: str) -> bool:
     param = _param_for(fn, call, name)
     if param is None:
         return False
-    names = {param}
-    for node in iter_shallow(fn.body, into_loops=True):  # `pbar = tqdm(loader)`
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
-                node.value, ast.Call) and callee_tail(node.value) in LOADER_WRAPPERS and any(
-                dotted(i) in names for i in unwrap_iterable(node.value)):
-            target = dotted(node.targets[0])
-            if target:
-                names.add(target)
+    names = wrapped_names(iter_shallow(fn.body, into_loops=True), {param})
     for node in iter_shallow(fn.body, into_loops=True):
         if isinstance(node, (ast.For, ast.AsyncFor)) and any(
                 dotted(i) in names for i in unwrap_iterable(node.iter)) and \

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import ast
-import re
 
 from pitstop.lint.astutil import callee_tail, dotted, qualname
 from pitstop.lint.context import OR, ModuleContext
+from pitstop.lint.rules.no_grad_eval import EVAL_NAME_RE, GRAD_USERS
 
 CODE = "LT015"
 CLASSES = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
@@ -46,10 +46,6 @@ def check(ctx: ModuleContext) -> None:
             )
 
 
-EVAL_NAME_RE = re.compile(r"(^|_)(eval|evaluate|evaluator|test|infer|inference|predict|valid|"
-                          r"validate|validation)($|_)", re.I)
-
-
 def _inference_only(ctx: ModuleContext, call: ast.Call) -> bool:
     """The wrapper sits in a function that only evaluates: it switches the model to
     ``.eval()`` (or is named as an evaluation) and nothing in it trains (no backward, no
@@ -58,13 +54,28 @@ def _inference_only(ctx: ModuleContext, call: ast.Call) -> bool:
     if scope is None:
         return False
     evaluates = bool(EVAL_NAME_RE.search(scope.name))
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in {"backward", "train", "step", "fit"}:
+    calls = [n for n in ast.walk(scope) if isinstance(n, ast.Call)]
+    for node in calls:
+        if isinstance(node.func, ast.Attribute):
+            if node.func.attr in GRAD_USERS or node.func.attr == "fit":
                 return False
             if node.func.attr == "eval" and not node.args:
                 evaluates = True
-    return evaluates
+    # (`train_one_epoch(model, ...)`: training in a helper counts too, loop and all)
+    return evaluates and not any(_trains(ctx, n) for n in calls)
+
+
+def _trains(ctx: ModuleContext, call: ast.Call) -> bool:
+    """Does the call step, or run a function of the program whose body does (in a loop of
+    its own as well)?"""
+    from pitstop.lint.walk import State
+
+    if ctx.loops.call_steps(call, State()):
+        return True
+    target = ctx.function_target(call, State())
+    return target is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        and n.func.attr in {"backward", "step"} for n in ast.walk(target[1]))
 
 
 def _subclass(ctx: ModuleContext, call: ast.Call) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.astutil import LOADER_WRAPPERS, callee_tail, dotted, kwarg
+from pitstop.lint.astutil import dotted, kwarg
 from pitstop.lint.context import ANY, OR, USE_SEEN, ModuleContext
 from pitstop.lint.loaders import ABSENT
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
@@ -22,6 +22,7 @@ from pitstop.lint.rules._dataloader import (
     loader_name,
     number_state,
     uses_by_name,
+    wrapped_names,
 )
 
 CODE = "LT004"
@@ -101,8 +102,9 @@ def built_per_pass(ctx: ModuleContext, call: ast.Call) -> bool:
     around: ast.AST | None = None  # `for epoch ...: loader = DataLoader(...); for b in loader:`
     if call in index.calls_in_loop:
         around = ctx.enclosing(call, (ast.For, ast.AsyncFor, ast.While))
-        if around is None:
-            return False
+        stmt = index.assign_of.get(call)
+        if around is None or stmt is None or ctx.parents.get(stmt) is not around:
+            return False  # (built under a condition, `if loader is None:`, it is kept)
     name = loader_name(ctx, call)
     if name is None or "." in name:
         return False
@@ -111,24 +113,11 @@ def built_per_pass(ctx: ModuleContext, call: ast.Call) -> bool:
            for r in index.returns.get(owner, ())):
         return False  # handed back to the caller, who may keep it
     loops_by, passes_by = uses_by_name(ctx)
-    names = [name, *_wrapped_as(ctx, owner, name)]  # `pbar = tqdm(loader)`
+    names = wrapped_names(index.assigns_of.get(owner, ()), {name})  # `pbar = tqdm(loader)`
     loops = [lp for n in names for lp in loops_by.get((owner, n), [])]
     passes = [c for n in names for c in passes_by.get((owner, n), []) if c is not call]
     return bool(loops) and not passes and all(
         index.outer_loop.get(loop) is around and index.owner.get(loop) is owner for loop in loops)
-
-
-def _wrapped_as(ctx: ModuleContext, owner: ast.AST, name: str) -> list[str]:
-    """Names the function binds to a progress-bar or enumerate wrapper of ``name``."""
-    out = []
-    for a in ctx.index.assigns_of.get(owner, ()):  # type: ignore[call-overload]
-        v = a.value
-        if isinstance(v, ast.Call) and callee_tail(v) in LOADER_WRAPPERS and v.args \
-                and dotted(v.args[0]) == name and len(a.targets) == 1:
-            target = dotted(a.targets[0])
-            if target:
-                out.append(target)
-    return out
 
 
 def taken_once(ctx: ModuleContext, call: ast.Call) -> bool:

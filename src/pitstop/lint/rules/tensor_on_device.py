@@ -382,7 +382,8 @@ def _returned_creator(ctx: ModuleContext, node: ast.AST, st: State
                  if a.lineno < node.lineno]
         a = max(above, key=lambda a: a.lineno) if above else None
         if not (isinstance(a, ast.Assign) and len(a.targets) == 1
-                and isinstance(a.targets[0], ast.Tuple) and isinstance(a.value, ast.Call)):
+                and isinstance(a.targets[0], ast.Tuple) and isinstance(a.value, ast.Call)) \
+                or any(isinstance(e, ast.Starred) for e in a.targets[0].elts):
             return None
         names = [dotted(e) for e in a.targets[0].elts]
         if node.id not in names:
