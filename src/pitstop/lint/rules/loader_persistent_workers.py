@@ -100,14 +100,18 @@ def built_per_pass(ctx: ModuleContext, call: ast.Call) -> bool:
     if owner is None:
         return False
     around: ast.AST | None = None  # `for epoch ...: loader = DataLoader(...); for b in loader:`
-    if call in index.calls_in_loop:
-        around = ctx.enclosing(call, (ast.For, ast.AsyncFor, ast.While))
-        stmt = index.assign_of.get(call)
-        if around is None or stmt is None or ctx.parents.get(stmt) is not around:
-            return False  # (built under a condition, `if loader is None:`, it is kept)
     name = loader_name(ctx, call)
     if name is None or "." in name:
         return False
+    if call in index.calls_in_loop:
+        around = ctx.enclosing(call, (ast.For, ast.AsyncFor, ast.While))
+        stmt = index.assign_of.get(call)
+        parent = ctx.parents.get(stmt) if stmt is not None else None
+        if isinstance(parent, ast.If) and ctx.parents.get(parent) is around and not any(
+                dotted(n) == name for n in ast.walk(parent.test)):
+            pass  # `if step % 500 == 0: test_loader = DataLoader(...)`: a new one per pass
+        elif around is None or parent is not around:
+            return False  # (`if loader is None: loader = DataLoader(...)` keeps it)
     if any(isinstance(r.value, ast.AST) and any(isinstance(n, ast.Name) and n.id == name
                                                  for n in ast.walk(r.value))
            for r in index.returns.get(owner, ())):
