@@ -1143,3 +1143,92 @@ main(parser.parse_args())
 def test_dataparallel_in_a_function_that_trains_through_a_helper(tmp_path):
     run = program(tmp_path, {"main.py": DP_RESUME, "net.py": NET}, select=("LT015",))
     assert found(run) == {("main.py", line_of(DP_RESUME, "nn.DataParallel(Net())"), "LT015")}
+
+
+METER_ON_SELF = """
+import time
+import torch
+from net import Net
+
+
+class Meter:
+    def __init__(self):
+        self.sum, self.count, self.avg = 0, 0, 0
+
+    def update(self, val, n=1):
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count
+
+
+class Trainer:
+    def __init__(self):
+        self.model = Net().cuda()
+        self.opt = torch.optim.Adam(self.model.parameters())
+        self.loss_meter, self.time_meter = Meter(), Meter()
+
+    def fit(self, loader):
+        for epoch in range(3):
+            for x in loader:
+                end = time.time()
+                loss = self.model(x.cuda(non_blocking=True)).sum()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                self.loss_meter.update(loss.detach(), x.size(0))
+                self.time_meter.update(time.time() - end)
+                print(f"{self.time_meter.avg:.3f}s/it")
+
+
+Trainer().fit(torch.utils.data.DataLoader(list(range(8)), num_workers=2, pin_memory=True,
+                                          persistent_workers=True))
+"""
+
+INDEX_FORWARD = """
+import torch
+from torch import nn
+
+
+class SegmentPool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, index):
+        size = int(index.max()) + 1
+        return torch.zeros(size, 4, device=x.device).index_add_(0, index, self.fc(x))
+"""
+
+STARRED_SPLIT = """
+import torch
+from torch import nn
+
+
+def split(o):
+    return torch.arange(o.size(0)), torch.zeros(o.size(0)), o.mean(0)
+
+
+class Head(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.fc = nn.Linear(c, c)
+
+    def forward(self, x, mask_in, labels):
+        *_, center = split(self.fc(x))
+        center = center.to(x.device)
+        return self.fc(x) - center
+"""
+
+
+def test_meters_by_their_own_names_index_tensors_and_starred_targets(tmp_path):
+    # a host timer meter beside a GPU loss meter on the same object: no sync
+    run = program(tmp_path, {"t.py": METER_ON_SELF, "net.py": NET}, select=("LT001",))
+    assert found(run) == set()
+    # an index tensor handed to forward() is data, read with int(): a sync
+    run = program(tmp_path, {"train.py": TRAIN_ANY.format(model="SegmentPool", module="pool"),
+                             "pool.py": INDEX_FORWARD}, select=("LT001",))
+    assert ("pool.py", line_of(INDEX_FORWARD, "int(index.max())"), "LT001") in found(run)
+    # `*_, center = split(...)`: center is the GPU mean, not the CPU zeros
+    run = program(tmp_path, {"train.py": TRAIN_ANY.format(model="Head", module="head"),
+                             "head.py": STARRED_SPLIT}, select=("LT012",))
+    assert found(run) == set()
