@@ -117,6 +117,14 @@ class ModuleContext:
         self.options = analysis.options
         self.program = analysis.program
         self.key = self.program.key(path)
+        # names a module gets only through its star imports of the program's modules
+        # (before anything below reads the aliases: the describer's loaders, the rules)
+        idx = self.index
+        if any(i.local == "*" for i in idx.imports):
+            own = set(idx.functions) | set(idx.classes) | set(idx.assigns_by_name)
+            for local, target in self.program.star_aliases(self.key):
+                if local not in own:
+                    idx.aliases.setdefault(local, target)
         analysis.contexts.setdefault(self.key, self)
         self.cpus = self.options.cpus
         self.local_world_size = self.options.local_world_size
@@ -136,12 +144,6 @@ class ModuleContext:
         self.moves_batches_to_gpu = False
         # the index's collections, as the rules know them
         idx = self.index
-        if any(i.local == "*" for i in idx.imports):
-            own = set(idx.functions) | set(idx.classes) | set(idx.assigns_by_name)
-            for local, target in self.program.star_aliases(self.key):
-                if local not in own:
-                    idx.aliases.setdefault(local, target)
-            idx.__dict__.pop("_dataloaders", None)  # (found with the module's own aliases)
         self.aliases = idx.aliases
         self.calls = idx.calls
         self.assigns = idx.assigns

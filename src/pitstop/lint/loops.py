@@ -33,7 +33,7 @@ from pitstop.lint.astutil import (
     param_default,
 )
 from pitstop.lint.index import FuncDef, is_step_call
-from pitstop.lint.settings import options_owner
+from pitstop.lint.settings import option_name, options_owner
 from pitstop.lint.values import is_loader_kind
 
 if TYPE_CHECKING:
@@ -485,16 +485,12 @@ class LoopModel:
             test.id if isinstance(test, ast.Name) else None)
         if name is not None and DEVICE_FLAG_RE.match(name):
             return False
-        if isinstance(test, ast.Subscript):  # `config["enable_tensorboard"]`
-            key = test.slice
-            if not (options_owner(test.value) and isinstance(key, ast.Constant)
-                    and isinstance(key.value, str)):
-                return False
-            setting = ctx.program.setting(key.value)
+        option = option_name(test)  # `args.visdom`, `config["enable_tensorboard"]`
+        if option is not None:
+            setting = ctx.program.setting(option)
             return setting is not None and setting.default in (False, None, 0)
-        if isinstance(test, ast.Attribute) and options_owner(test.value):
-            setting = ctx.program.setting(test.attr)
-            return setting is not None and setting.default in (False, None, 0)
+        if isinstance(test, ast.Subscript):
+            return False
         if isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) \
                 and test.value.id == "self" and st.func is not None:
             return self._opt_in_attribute(test.attr, st.func)

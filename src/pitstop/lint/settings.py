@@ -206,5 +206,16 @@ def options_owner(node: ast.AST) -> bool:
         "." in name and name.split(".", 1)[0] in NESTED_CONFIG_ROOTS)
 
 
+def option_name(v: object) -> str | None:
+    """The option a value reads: `args.workers`, `cfg.DATASET.NUM_WORKERS`,
+    `config['num_workers']` (a dict of the parsed options)."""
+    if isinstance(v, ast.Attribute) and options_owner(v.value):
+        return v.attr
+    if isinstance(v, ast.Subscript) and options_owner(v.value) \
+            and isinstance(v.slice, ast.Constant) and isinstance(v.slice.value, str):
+        return v.slice.value
+    return None
+
+
 NESTED_CONFIG_ROOTS = frozenset({"cfg", "config", "_C", "__C", "C", "opt", "args", "hparams",
                                  "conf"})

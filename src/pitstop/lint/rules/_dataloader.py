@@ -32,7 +32,7 @@ from pitstop.lint.loaders import (
 )
 from pitstop.lint.loaders import dataloader_calls as _calls
 from pitstop.lint.loops import NOT_BATCHES
-from pitstop.lint.settings import UNKNOWN, options_owner
+from pitstop.lint.settings import UNKNOWN, option_name
 
 ZERO = "zero"
 POSITIVE = "positive"
@@ -123,17 +123,6 @@ def number_state(ctx: ModuleContext, v: Value, scope: FuncDef | None) -> Judged:
             return chosen
         return a if a.state == b.state else Judged(UNKNOWN_STATE, "conditional")
     return Judged(UNKNOWN_STATE, "expression")
-
-
-def option_name(v: Value) -> str | None:
-    """The option a value reads: `args.workers`, `cfg.DATASET.NUM_WORKERS`,
-    `config['num_workers']` (a dict of the parsed options)."""
-    if isinstance(v, ast.Attribute) and options_owner(v.value):
-        return v.attr
-    if isinstance(v, ast.Subscript) and options_owner(v.value) \
-            and isinstance(v.slice, ast.Constant) and isinstance(v.slice.value, str):
-        return v.slice.value
-    return None
 
 
 def flag_state(ctx: ModuleContext, v: Value) -> str:
