@@ -33,9 +33,10 @@ CONFIG_CLASS_RE = re.compile(_CONFIG_NAMES + "$")
 # Module-level config objects filled field by field (`config = edict()`, `_C = CN()`)
 CONFIG_OBJECTS = frozenset({"edict", "EasyDict", "CN", "CfgNode", "ConfigDict", "AttrDict",
                             "Namespace", "SimpleNamespace", "Dict", "DotMap", "Munch"})
-# a config object built, in a module's text
-CONFIG_CALL_RE = re.compile(_CONFIG_NAMES + r"\(|\b(edict|EasyDict|CN|CfgNode|ConfigDict|AttrDict|"
-                            r"DotMap|Munch)\(")
+# a config object built, in a module's text (`Namespace(` is one of the names above; a bare
+# `Dict(` is too common a text to make a module worth reading in full)
+CONFIG_CALL_RE = re.compile(_CONFIG_NAMES + r"\(|\b(" + "|".join(
+    sorted(CONFIG_OBJECTS - {"Namespace", "SimpleNamespace", "Dict"})) + r")\(")
 OPTIONS_OWNER_RE = re.compile(
     r"^(args?|opts?|options|cfg|conf|config|hparams|hps?|params|flags|FLAGS|settings|a|"
     r"hyp|hyperparams?|parsed|cli)$|args$|_args$|config$|_cfg$|cfg$|opt$",
