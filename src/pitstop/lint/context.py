@@ -372,6 +372,29 @@ class ModuleContext:
             return False
         return self.program.unreached(self.key, top.name)
 
+    def on_request_only(self, fn: FuncDef) -> bool:
+        """Is top-level function ``fn`` of an entry script run only when the user asks:
+        every use of its name is a call under an opt-in flag (`if args.eval: test(args)`,
+        the `else:` of `if not args.eval: train(args)`)? No other module imports it."""
+        if fn not in self.index.tree.body or fn.decorator_list \
+                or self.program.importers_of(self.key):
+            return False
+        uses = self.name_uses(fn.name)
+        return bool(uses) and all(
+            isinstance(parent := self.parents.get(u), ast.Call) and parent.func is u
+            and self.loops.under_opt_in(parent) for u in uses)
+
+    def name_uses(self, name: str) -> list[ast.Name]:
+        """The places this module reads ``name`` (made once per module)."""
+        uses = getattr(self, "_name_uses", None)
+        if uses is None:
+            uses = {}
+            for node in ast.walk(self.index.tree):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    uses.setdefault(node.id, []).append(node)
+            self._name_uses: dict[str, list[ast.Name]] = uses
+        return uses.get(name, [])
+
     def batch_pinned(self, loader_kind: str | None) -> bool:
         """Do these batches come pinned: from a loader known to pin memory, or (loader
         unknown) from this module's loaders, or the program's when it builds none here?"""

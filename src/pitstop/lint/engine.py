@@ -147,8 +147,10 @@ def lint_text(text: str, path: str, options: LintOptions,
     analyze(ctx)
     summary = ctx.program.summary(ctx.key)
     answers = recorded_answers(ctx.program)
-    if not ctx.hot_loops and not dataloader_calls(ctx.index):
-        # no hot loop and no loader: the program's device changes no finding here
+    if not ctx.hot_loops and not dataloader_calls(ctx.index) and not (
+            "forward" in ctx.index.functions and ctx.index.module_classes):
+        # no hot loop, no loader, no module's forward() (whose inputs are on the program's
+        # device): the program's device changes no finding here
         answers = {q: a for q, a in answers.items() if q[0] != "device_origin"}
     return FileResult(path, _filter(ctx.findings, lines, extra_ignores), [],
                       frozenset(ctx.facts), _top_imports(ctx.index), summary=summary,

@@ -460,6 +460,26 @@ class LoopModel:
         return isinstance(test, (ast.Name, ast.Attribute, ast.Subscript)) \
             and self._opt_in(test, st)
 
+    def under_opt_in(self, node: ast.AST) -> bool:
+        """Does ``node`` run only when the user asks: in the body of an `if` on an opt-in
+        flag (`if args.dp:`), or in the `else:` of `if not flag:`, in its own function?"""
+        from pitstop.lint.walk import State
+
+        st = State(func=self.ctx.scope_of(node))
+        parents = self.ctx.parents
+        child, parent = node, parents.get(node)
+        while parent is not None and not isinstance(
+                parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if isinstance(parent, ast.If):
+                test = parent.test
+                if child in parent.body and self.opt_in(test, st):
+                    return True
+                if child in parent.orelse and isinstance(test, ast.UnaryOp) \
+                        and isinstance(test.op, ast.Not) and self.opt_in(test.operand, st):
+                    return True
+            child, parent = parent, parents.get(parent)
+        return False
+
     def off_by_default_level(self, test: ast.AST) -> bool:
         """`if opt.debug > 0:` (or `!= 0`, `>= 1`) with the option 0 by default: a level of
         extra work (visualisation, checks) that the user turns on. Only for code inside a

@@ -161,6 +161,9 @@ class ProgramReach:
                     todo.append(u)
         if not entries:
             entries = {key}
+        # a model module reached by name (a registry) runs with the programs that reach
+        # it so: their entry points are its entry points too
+        entries |= {r for e in entries for r in self._dynamic_reachers(e)}
         # (in a big package most modules share their entry points: the union of the
         # entries' closures is made once per set of entries, not once per module)
         reach_key = ("reach", frozenset(entries))
@@ -174,12 +177,22 @@ class ProgramReach:
         self._memo[memo_key] = out
         return out
 
-    def _reached_dynamically(self, key: str) -> set[str]:
-        """Model definitions (modules of nn.Module classes, no training of their own) that
-        no module of the run imports: something reaches them by name -- a registry,
-        `construct_class_by_name("training.networks.Generator")`,
-        `importlib.import_module(args.model)` -- so they and what they import run with the
-        programs of the run (their layers and precision count)."""
+    def _dynamic_reachers(self, key: str) -> set[str]:
+        """The entry points whose programs reach model module ``key`` by name."""
+        memo_key = ("dynamic_reachers", "")
+        reachers = self._memo.get(memo_key)
+        if reachers is None:
+            reachers = {}
+            assert self._importers is not None
+            for m in self.modules:
+                if self._importers.get(m):
+                    continue
+                for e in self._dynamic_near(m):
+                    reachers.setdefault(e, set()).add(m)
+            self._memo[memo_key] = reachers
+        return reachers.get(key, set())
+
+    def _dynamic_model_modules(self) -> set[str]:
         memo_key = ("dynamic", "")
         if memo_key not in self._memo:
             found: set[str] = set()
@@ -190,17 +203,29 @@ class ProgramReach:
                 if any(self.class_is(m, c, "module") for c in s.classes):
                     found.add(m)
             self._memo[memo_key] = found
-        found = self._memo[memo_key]
+        return self._memo[memo_key]
+
+    def _dynamic_near(self, key: str) -> set[str]:
+        """The model modules reached by name that run with ``key``'s program: those next
+        to it (its folder and the folders below it: `models/` beside the script), or in
+        the package it is in."""
+        found = self._dynamic_model_modules()
         if key in found:
             return set()
-        # only next to this program: its folder (and the folders below it: `models/` beside
-        # the script), or the package it is in; with what those modules import
         here = os.path.dirname(key)
         top = self._package_top(here)
-        near = {m for m in found if m.startswith(here + os.sep) or (
+        return {m for m in found if m.startswith(here + os.sep) or (
             top != here and m.startswith(top + os.sep))}
+
+    def _reached_dynamically(self, key: str) -> set[str]:
+        """Model definitions (modules of nn.Module classes, no training of their own) that
+        no module of the run imports: something reaches them by name -- a registry,
+        `construct_class_by_name("training.networks.Generator")`,
+        `importlib.import_module(args.model)` -- so they and what they import run with the
+        programs of the run (their layers and precision count)."""
+        # (only next to this program, with what those modules import)
         out: set[str] = set()
-        for m in sorted(near):
+        for m in sorted(self._dynamic_near(key)):
             out |= self._closure(m)
         return out
 

@@ -38,7 +38,7 @@ CONFIG_OBJECTS = frozenset({"edict", "EasyDict", "CN", "CfgNode", "ConfigDict", 
 CONFIG_CALL_RE = re.compile(_CONFIG_NAMES + r"\(|\b(" + "|".join(
     sorted(CONFIG_OBJECTS - {"Namespace", "SimpleNamespace", "Dict"})) + r")\(")
 OPTIONS_OWNER_RE = re.compile(
-    r"^(args?|opts?|options|cfg|conf|config|hparams|hps?|params|flags|FLAGS|settings|a|"
+    r"^(args?|opts?|options|cfg|conf|configs?|hparams|hps?|params|flags|FLAGS|settings|a|"
     r"hyp|hyperparams?|parsed|cli)$|args$|_args$|config$|_cfg$|cfg$|opt$",
     re.IGNORECASE)
 
@@ -220,3 +220,44 @@ def option_name(v: object) -> str | None:
 
 NESTED_CONFIG_ROOTS = frozenset({"cfg", "config", "_C", "__C", "C", "opt", "args", "hparams",
                                  "conf"})
+
+
+_DEVICE_WORDS = frozenset({"cpu", "cuda", "mps", "xpu", "gpu"})
+
+
+def switch_on_gpu(v: ast.AST) -> bool:
+    """A switch that is on exactly when the program runs on an accelerator:
+    `torch.cuda.is_available()`, `device != "cpu"`, `"cuda" in device`,
+    `device.type == "cuda"`."""
+    if isinstance(v, ast.Call):
+        return callee_tail(v) == "is_available"
+    if not (isinstance(v, ast.Compare) and len(v.ops) == 1):
+        return False
+    left, op, right = v.left, v.ops[0], v.comparators[0]
+    words = [x.value for x in (left, right) if isinstance(x, ast.Constant)
+             and isinstance(x.value, str)]
+    if len(words) != 1 or words[0].split(":", 1)[0].lower() not in _DEVICE_WORDS:
+        return False
+    cpu = words[0].lower() == "cpu"
+    if isinstance(op, (ast.Eq, ast.In, ast.Is)):
+        return not cpu
+    if isinstance(op, (ast.NotEq, ast.NotIn, ast.IsNot)):
+        return cpu
+    return False
+
+
+def flag_descriptor(v: ast.AST) -> str:
+    """What decides a boolean loader setting (`pin_memory=...`): "true", "false",
+    "gpu" (on exactly on an accelerator), "setting:NAME" (an option's default), or
+    "unknown"."""
+    if isinstance(v, ast.Constant):
+        if v.value is True:
+            return "true"
+        return "false" if v.value in (False, None, 0) else "unknown"
+    if switch_on_gpu(v):
+        return "gpu"
+    option = option_name(v)
+    if option is not None:
+        return f"setting:{option}"
+    return "unknown"
+

@@ -57,6 +57,7 @@ from pitstop.lint.settings import (
     attribute_settings,
     class_settings,
     constructor_settings,
+    flag_descriptor,
     options_owner,
 )
 
@@ -187,14 +188,12 @@ def _pins(index: ModuleIndex, call: ast.Call) -> tuple[str, ...]:
     for v in loader_arg(index, call, "pin_memory", gpu=True):
         if isinstance(v, str):
             out.append("absent" if v == "absent" else "unknown")
-        elif isinstance(v, ast.Constant):
-            out.append("true" if v.value is True else "false")
-        elif isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name):
-            out.append(f"setting:{v.attr}")
-        elif isinstance(v, ast.Call) and callee_tail(v) == "is_available":
-            out.append("true")  # pin_memory=torch.cuda.is_available(): on a GPU, yes
-        else:
-            out.append("unknown")
+            continue
+        d = flag_descriptor(v)
+        if d == "unknown" and isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name):
+            d = f"setting:{v.attr}"  # `pin_memory=self.pin` of an object's field
+        # (`pin_memory=torch.cuda.is_available()`: on a GPU, the path judged here, yes)
+        out.append("true" if d == "gpu" else d)
     return tuple(out)
 
 

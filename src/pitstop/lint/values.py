@@ -160,7 +160,7 @@ class ValueModel:
         """``Net()``, ``resnet50()``, ``model``: something that is a module, not a tensor."""
         if isinstance(node, ast.Call):
             tail = callee_tail(node)
-            if tail[:1].isupper() and tail not in {"Tensor", "DataLoader"} and not tail.isupper():
+            if class_name(tail) and tail not in {"Tensor", "DataLoader"}:
                 return True
             if tail in {"to", "cuda", "half", "float", "bfloat16"} and isinstance(
                     node.func, ast.Attribute):
@@ -236,6 +236,8 @@ class ValueModel:
             inner = self.kind(node.operand, st)
             if isinstance(node.op, ast.Not):
                 return CPU if inner == CPU else (MASK if inner in (GPU, MASK) else None)
+            if isinstance(node.op, ast.Invert) and inner == GPU:
+                return MASK  # `~` of a float tensor raises: `x[~masked]` selects by a mask
             return inner if inner in (GPU, MASK, CPU) else None
         if isinstance(node, ast.Compare):
             if any(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
@@ -307,8 +309,10 @@ class ValueModel:
                 dev = kwarg(node, "device")
                 target = dev.value if dev is not None else (node.args[0] if node.args else None)
                 dk = ctx.devices.kind(target, st.func) if target is not None else None
+                if dk is None and target is not None and self._device_of_gpu_value(target, st):
+                    dk = DEV_GPU  # `mask.to(center.device)` of a GPU value's device
                 if dk == DEV_GPU or (dk == "maybe" and ctx.gpu_program):
-                    if recv == MASK or _bool_tensor(func.value, ctx.aliases):
+                    if recv == MASK or self._names_bool_tensor(func.value, st):
                         return MASK  # a boolean mask moved is still a mask
                     return self.module_kind(func.value, st, node) if is_model(recv) or \
                         self.looks_like_module(func.value, st) else GPU
@@ -422,12 +426,13 @@ class ValueModel:
             if found is None and self._from_gpu_args(node, st):
                 return DERIVED  # `reduce_loss_dict(losses)`: computed from GPU values
             return found
-        if tail[:1].isupper() and not tail.isupper() and tail not in {"Tensor", "DataLoader"} \
+        if class_name(tail) and tail not in {"Tensor", "DataLoader"} \
                 and isinstance(func, (ast.Name, ast.Attribute)) and not qn.startswith(
                     ("torch.utils", "numpy", "collections", "typing")) \
                 and not (isinstance(func, ast.Attribute) and dotted(func.value) == "self"
-                         and LOSS_RE.search(tail)):
-            # (a class built; not `self.G_lossfn(...)`, a loss module the model holds)
+                         and (LOSS_RE.search(tail) or self.is_model_callee(func, st))):
+            # (a class built; not `self.G_lossfn(...)`, a loss module the model holds, nor
+            # `self.MAE_encoder(x)`, a sub-module called)
             first = self.kind(node.args[0], st) if node.args and not isinstance(
                 node.args[0], ast.Starred) else None
             if is_loader_kind(first):
@@ -573,7 +578,10 @@ class ValueModel:
             kinds = {self.kind(r.value, sub) if not isinstance(r.value, ast.Tuple) else
                      (GPU if any(self.kind(e, sub) == GPU for e in r.value.elts) else None)
                      for r in returns if r.value is not None}
-            result = kinds.pop() if len(kinds) == 1 else (GPU if GPU in kinds else None)
+            # (one path on the GPU is enough; `torch.zeros(n).bool()` on a shortcut path
+            # beside a mask moved to the GPU still hands back a mask)
+            result = kinds.pop() if len(kinds) == 1 else (
+                GPU if GPU in kinds else (MASK if MASK in kinds else None))
         memo[key] = result
         return result
 
@@ -744,6 +752,17 @@ class ValueModel:
                 return items
         return out if any(out) else None
 
+    def _names_bool_tensor(self, node: ast.expr, st: State) -> bool:
+        """A boolean tensor, or a local name last assigned one above
+        (`mask = torch.from_numpy(m).to(torch.bool)` ... `mask.to(device)`)."""
+        aliases = self.ctx.aliases
+        if _bool_tensor(node, aliases):
+            return True
+        if not isinstance(node, ast.Name) or st.func is None:
+            return False
+        value = self.ctx.index.value_above(st.func, node.id, node.lineno)
+        return value is not None and _bool_tensor(value, aliases)
+
     def _device_of_gpu_value(self, node: ast.expr, st: State) -> bool:
         """`x.device`, `next(iter(outputs.values())).device`: the device of a GPU value."""
         if not (isinstance(node, ast.Attribute) and node.attr == "device"):
@@ -851,10 +870,22 @@ def _is_self_module(value: ast.expr | None) -> bool:
         isinstance(value.slice, ast.Name) and value.slice.id == "__name__"
 
 
+def class_name(name: str) -> bool:
+    """Is ``name`` spelled as a class (`Net`, `MaskTransformer`, `ResNet_3D`), not as a
+    constant (`MODELS`) or a function with a capital first word (`GAN_training_function`)?"""
+    return name[:1].isupper() and not name.isupper() and re.search(r"_[a-z]", name) is None
+
+
 def _bool_tensor(node: ast.expr, aliases: dict[str, str]) -> bool:
-    """`torch.eye(n, dtype=torch.bool)`: a boolean tensor built by a torch factory."""
+    """`torch.eye(n, dtype=torch.bool)`: a boolean tensor built by a torch factory;
+    `x.bool()`, `x.to(torch.bool)`: one converted."""
     if not isinstance(node, ast.Call):
         return False
+    if isinstance(node.func, ast.Attribute) and (
+            (node.func.attr == "bool" and not node.args)
+            or (node.func.attr == "to" and len(node.args) == 1
+                and (qualname(node.args[0], aliases) or "") == "torch.bool")):
+        return True
     dtype = kwarg(node, "dtype")
     return dtype is not None and (qualname(node.func, aliases) or "").startswith("torch.") \
         and (qualname(dtype.value, aliases) or "") == "torch.bool"

@@ -163,7 +163,10 @@ class Walker:
                         st.env[params[0]] = GPU
                     self.walk_body(fn.body, st)
                 else:
-                    self.walk_body(fn.body, State(env=env, func=fn))
+                    # (`if args.eval: test(args)`, the flag off by default: loops there are
+                    # run on request, as those under such a flag are)
+                    self.walk_body(fn.body, State(env=env, func=fn,
+                                                  optional=ctx.on_request_only(fn)))
 
     def _forward_inherited(self, cls: ast.ClassDef | None) -> bool:
         """Does this module class take its forward() from a base the program does not
@@ -221,8 +224,12 @@ class Walker:
         env = self.param_env(fn)
         positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         required = positional[:len(positional) - len(fn.args.defaults)]
+        # (`range(startp + 1, endp)`: positions and counts, Python ints)
+        counts = {n.id for c in ast.walk(fn) if isinstance(c, ast.Call)
+                  and isinstance(c.func, ast.Name) and c.func.id == "range"
+                  for a in c.args for n in ast.walk(a) if isinstance(n, ast.Name)}
         for name in required:
-            if name != "self" and not FLAG_PARAM_RE.search(name):
+            if name != "self" and not FLAG_PARAM_RE.search(name) and name not in counts:
                 env.setdefault(name, GPU)
         return env
 

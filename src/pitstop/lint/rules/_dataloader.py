@@ -32,7 +32,7 @@ from pitstop.lint.loaders import (
 )
 from pitstop.lint.loaders import dataloader_calls as _calls
 from pitstop.lint.loops import NOT_BATCHES
-from pitstop.lint.settings import UNKNOWN, option_name
+from pitstop.lint.settings import UNKNOWN, flag_descriptor, option_name
 
 ZERO = "zero"
 POSITIVE = "positive"
@@ -132,17 +132,15 @@ def flag_state(ctx: ModuleContext, v: Value) -> str:
         return "false"
     if v == UNRESOLVED or isinstance(v, str):
         return "unknown"
-    if isinstance(v, ast.Constant):
-        return "true" if v.value is True else ("false" if v.value in (False, None, 0) else "unknown")
-    option = option_name(v)
-    if option is not None:
-        st = ctx.program.setting(option)
+    d = flag_descriptor(v)
+    if d.startswith("setting:"):
+        st = ctx.program.setting(d[8:])
         if st is not None and st.default is not UNKNOWN:
             return "true" if st.default else "false"
         return "unknown"
-    if isinstance(v, ast.Call) and callee_tail(v) == "is_available":
+    if d == "gpu":  # `pin_memory=torch.cuda.is_available()`, `=(device != "cpu")`
         return "true" if ctx.gpu_program else "false"
-    return "unknown"
+    return d
 
 
 def suggested_workers(cpus: int, local_world_size: int) -> int:

@@ -124,10 +124,18 @@ def check(ctx: ModuleContext) -> None:
         in_hot = {id(n) for hot in ctx.hot_loops for n in ast.walk(hot.node)}
         todo += [(loop, loop.lineno, True) for loop in _model_loops(ctx)
                  if loop not in hot_nodes and id(loop) not in in_hot]
+    for hot in ctx.hot_loops:
+        if hot.kind == "train" and isinstance(hot.node, (ast.For, ast.AsyncFor)) \
+                and not _under_no_grad(ctx, hot.node):
+            calls = _evaluating_calls(ctx, hot.node)
+            if calls and not _grad_switched(ctx, hot.node):
+                _report_switched(ctx, hot.node, calls[0])
     for loop, line, after_eval in todo:
         if _under_no_grad(ctx, loop) or _needs_grad(loop):
             continue
         func = ctx.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if func is not None and ctx.on_request_only(func):  # type: ignore[arg-type]
+            continue  # `if args.eval: test(args)`: run on request, as code under the flag
         scope = func.body if func is not None else ctx.tree.body  # type: ignore[attr-defined]
         text = "\n".join(ast.unparse(s) for s in scope) if func is not None else ctx.text
         if "set_grad_enabled(False)" in text or "requires_grad_(False)" in text \
@@ -148,6 +156,115 @@ def check(ctx: ModuleContext) -> None:
                         body=list(scope), type_ignores=[])) if isinstance(n, ast.Call))):
                 continue
         _report(ctx, loop, line)
+
+
+_UNKNOWN = object()
+
+
+def _test_value(test: ast.expr, param: str, value: object) -> object:
+    """``test`` evaluated with ``param`` bound to the literal ``value`` (`partition ==
+    "train"`, `not backprop`, `mode in ("train", "finetune")`), or _UNKNOWN."""
+    if isinstance(test, ast.Name) and test.id == param:
+        return bool(value)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _test_value(test.operand, param, value)
+        return _UNKNOWN if inner is _UNKNOWN else not inner
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 \
+            and isinstance(test.left, ast.Name) and test.left.id == param:
+        try:
+            other = ast.literal_eval(test.comparators[0])
+        except ValueError:
+            return _UNKNOWN
+        op = test.ops[0]
+        if isinstance(op, (ast.Eq, ast.Is)):
+            return value == other
+        if isinstance(op, (ast.NotEq, ast.IsNot)):
+            return value != other
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(other, (tuple, list, set)):
+            return (value in other) == isinstance(op, ast.In)
+    return _UNKNOWN
+
+
+def _step_switch(ctx: ModuleContext, loop: Loop, func: ast.FunctionDef
+                 ) -> tuple[str, ast.expr] | None:
+    """(parameter, test) when every backward()/step() of the loop runs under one `if` on
+    a parameter of its function (`if partition == "train":`, `if backprop:`)."""
+    params = [a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs]
+    found: tuple[str, ast.expr] | None = None
+    steps = [n for n in ast.walk(loop) if isinstance(n, ast.Call)
+             and callee_tail(n) in {"backward", "step"}]
+    if not steps:
+        return None
+    for call in steps:
+        child: ast.AST = call
+        cur, guard = ctx.parents.get(call), None
+        while cur is not None and cur is not loop:
+            if isinstance(cur, ast.If) and child in cur.body:
+                names = [n.id for n in ast.walk(cur.test) if isinstance(n, ast.Name)]
+                if len(names) == 1 and names[0] in params:
+                    guard = (names[0], cur.test)
+                    break
+            child, cur = cur, ctx.parents.get(cur)
+        if guard is None or (found is not None and ast.dump(found[1]) != ast.dump(guard[1])):
+            return None
+        found = guard
+    return found
+
+
+def _evaluating_calls(ctx: ModuleContext, loop: Loop) -> list[ast.Call]:
+    """Calls, in this module, of the function holding a training loop that pass its mode
+    switch a value under which the loop only evaluates (`train(epoch, loader,
+    partition="valid")` with backward under `if partition == "train":`), made with
+    autograd on."""
+    func = ctx.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if not isinstance(func, ast.FunctionDef) or func not in ctx.index.tree.body:
+        return []
+    switch = _step_switch(ctx, loop, func)
+    if switch is None:
+        return []
+    param, test = switch
+    positional = [a.arg for a in func.args.posonlyargs + func.args.args]
+    defaults = dict(zip(positional[len(positional) - len(func.args.defaults):],
+                        func.args.defaults, strict=True))
+    out = []
+    for use in ctx.name_uses(func.name):
+        call = ctx.parents.get(use)
+        if not isinstance(call, ast.Call) or call.func is not use:
+            continue
+        arg = next((k.value for k in call.keywords if k.arg == param), None)
+        if arg is None and param in positional and positional.index(param) < len(call.args):
+            arg = call.args[positional.index(param)]
+        if arg is None:
+            arg = defaults.get(param)
+        if not isinstance(arg, ast.Constant):
+            continue
+        if _test_value(test, param, arg.value) is False and not _under_no_grad(ctx, call):
+            out.append(call)
+    return out
+
+
+def _grad_switched(ctx: ModuleContext, loop: Loop) -> bool:
+    """Does the function turn autograd off itself (`torch.set_grad_enabled(train)`, a
+    `with torch.no_grad():` inside the loop)?"""
+    func = ctx.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
+    scope = func if func is not None else loop
+    return any((isinstance(n, ast.Call) and callee_tail(n) in {"set_grad_enabled",
+                                                               "requires_grad_"})
+               or (isinstance(n, (ast.With, ast.AsyncWith))
+                   and any(_grad_off_call(i.context_expr) for i in n.items))
+               for n in ast.walk(scope))
+
+
+def _report_switched(ctx: ModuleContext, loop: ast.For | ast.AsyncFor, call: ast.Call) -> None:
+    ctx.report(
+        CODE, loop,
+        f"`{ctx.segment(call)}` (line {call.lineno}) runs this training loop as an "
+        "evaluation pass, its backward() switched off, with autograd on: every activation "
+        "is kept for a backward pass that never comes (more memory, smaller batches, "
+        "slower). Wrap the evaluating call in `torch.no_grad()`, or use "
+        "`with torch.set_grad_enabled(<training>):` in the loop.",
+        evidence=(("loop_line", loop.lineno), ("call_line", call.lineno)),
+    )
 
 
 def _report(ctx: ModuleContext, loop: Loop, line: int) -> None:

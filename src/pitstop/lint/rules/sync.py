@@ -6,7 +6,7 @@ import ast
 import re
 
 from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname, root_name
-from pitstop.lint.context import CPU, GPU, MASK, ModuleContext, State
+from pitstop.lint.context import CPU, GPU, MASK, OR, ModuleContext, State
 from pitstop.lint.loops import is_env_step
 from pitstop.lint.values import CREATORS, DERIVED, stringish
 
@@ -100,8 +100,9 @@ def _report(ctx: ModuleContext, node: ast.AST, st: State, what: str, sync: str) 
         f"{wait}. Keep the value on the device and read it every N steps "
         f"(`if step % log_every == 0:`).",
         evidence=(("sync", sync), ("loop_line", st.hot.line), ("loop_kind", st.hot.kind)),
-        # a forward() is per batch only in a program that trains (not in a library's tree)
-        condition="+train_program" if st.hot.kind == "forward" else "",
+        # a forward() is per batch only in a program that trains (not in a library's
+        # tree); a model the imports do not show built (by a registry) counts as well
+        condition=f"+train_program{OR}train_run" if st.hot.kind == "forward" else "",
     )
 
 
@@ -111,9 +112,25 @@ def _gpu(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
     return ctx.kind(node, st) in (GPU, MASK) or ctx.values.tuple_has_gpu(node, st)
 
 
+# A GPU index tensor named as a mask (`pos_mask`, `bool_masked_pos`) is a boolean one:
+# float tensors cannot index, and integer positions are named `idx`/`ids`/`indices`.
+MASK_NAME_RE = re.compile(r"(^|_)(mask|masks|masked)(_|$)", re.IGNORECASE)
+POSITIONS_NAME_RE = re.compile(r"(^|_)(idx|ids|id|index|indices|inds|ind|num|len|lens)(_|$)",
+                               re.IGNORECASE)
+
+
+def _mask(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
+    """A boolean GPU mask: known to be one, or a GPU tensor named as one."""
+    k = ctx.kind(node, st)
+    if k == MASK:
+        return True
+    name = (dotted(node) or "").rsplit(".", 1)[-1]
+    return k == GPU and bool(MASK_NAME_RE.search(name)) and not POSITIONS_NAME_RE.search(name)
+
+
 def _mixed_mask_index(ctx: ModuleContext, index: ast.AST, st: State) -> bool:
     """`x[:, mask]`, `x[idx, mask]`: a boolean GPU mask among several indices."""
-    return isinstance(index, ast.Tuple) and any(ctx.kind(e, st) == MASK for e in index.elts)
+    return isinstance(index, ast.Tuple) and any(_mask(ctx, e, st) for e in index.elts)
 
 
 def _host_tensor(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
@@ -183,7 +200,7 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     elif isinstance(node, ast.Subscript):
         # (a tensor that a GPU mask can index is on the GPU itself, known or not)
         if isinstance(node.ctx, ast.Load) and (
-                (ctx.kind(node.slice, st) == MASK and ctx.kind(node.value, st) != CPU
+                (_mask(ctx, node.slice, st) and ctx.kind(node.value, st) != CPU
                  and root_name(node.value) not in st.batch)
                 or (_mixed_mask_index(ctx, node.slice, st)
                     and ctx.kind(node.value, st) in (GPU, MASK))):

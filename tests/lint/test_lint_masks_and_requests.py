@@ -1,0 +1,449 @@
+"""Shapes of the sixth round (2026-12-02): boolean masks that reach a model's forward()
+through a helper method, `~`, a sub-module's outputs or their names; models reached only
+through a registry (files that the imports do not join); and code that runs only when the
+user asks (`if args.dp:`, `if not args.eval: train() else: test()`)."""
+
+from __future__ import annotations
+
+from lint_helpers import found, line_of, program
+
+# ---------------------------------------------------------------- masks in forward()
+MASKED_ENCODER = """
+import numpy as np
+import torch
+from torch import nn
+
+
+class MaskedEncoder(nn.Module):
+    def __init__(self, ratio):
+        super().__init__()
+        self.ratio = ratio
+        self.embed = nn.Linear(3, 16)
+
+    def _random_mask(self, center):
+        B, G, _ = center.shape
+        if self.ratio == 0:
+            return torch.zeros(center.shape[:2]).bool()
+        m = np.zeros([B, G])
+        m[:, : int(self.ratio * G)] = 1
+        m = torch.from_numpy(m).to(torch.bool)
+        return m.to(center.device)
+
+    def forward(self, center):
+        hidden = self.embed(center)
+        masked = self._random_mask(center)
+        visible = hidden[~masked]
+        return visible, masked
+
+
+class Autoencoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.MAE_encoder = MaskedEncoder(0.6)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, center):
+        visible, mask = self.MAE_encoder(center)
+        kept = center[~mask]
+        hidden_mask = center[mask]
+        return self.head(visible).mean() + kept.mean() + hidden_mask.mean()
+"""
+
+MASKED_TRAIN = """
+import torch
+from torch.utils.data import DataLoader
+from mae import Autoencoder
+
+
+def main():
+    model = Autoencoder().cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    loader = DataLoader(torch.randn(64, 32, 3), batch_size=8)
+    for epoch in range(10):
+        for points in loader:
+            points = points.cuda()
+            loss = model(points)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+main()
+"""
+
+
+def test_masks_made_by_a_helper_method_and_moved_to_the_inputs_device(tmp_path):
+    run = program(tmp_path, {"mae.py": MASKED_ENCODER, "train.py": MASKED_TRAIN})
+    got = found(run, "LT001")
+    # `hidden[~masked]`: `~` of a GPU tensor selects by a mask
+    assert ("mae.py", line_of(MASKED_ENCODER, "visible = hidden[~masked]"), "LT001") in got
+    # the mask comes back through a sub-module named in capitals (a call, not a class)
+    assert ("mae.py", line_of(MASKED_ENCODER, "kept = center[~mask]"), "LT001") in got
+    # a GPU tensor named `mask` used as an index is a boolean mask
+    assert ("mae.py", line_of(MASKED_ENCODER, "hidden_mask = center[mask]"), "LT001") in got
+
+
+POSITIONS = """
+import torch
+from torch import nn
+
+
+class Picker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 8)
+
+    def forward(self, x, mask_idx):
+        picked = x[mask_idx]
+        return self.embed(picked).sum()
+
+
+model = Picker().cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = torch.utils.data.DataLoader(torch.arange(100), batch_size=10)
+for x in loader:
+    x = x.cuda()
+    loss = model(x, torch.arange(5).cuda())
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_an_index_named_as_positions_is_not_taken_for_a_mask(tmp_path):
+    run = program(tmp_path, {"pick.py": POSITIONS})
+    assert not any(line == line_of(POSITIONS, "picked = x[mask_idx]")
+                   for _, line, _ in found(run, "LT001"))
+
+
+# ---------------------------------------------------------------- registries
+REGISTRY = """
+class Registry:
+    def __init__(self):
+        self.classes = {}
+
+    def register(self, name):
+        def wrap(cls):
+            self.classes[name] = cls
+            return cls
+        return wrap
+
+    def build(self, name, *args):
+        return self.classes[name](*args)
+
+
+HEADS = Registry()
+"""
+
+HEAD = """
+import torch
+from torch import nn
+import torch.nn.functional as F
+from registry import HEADS
+
+
+@HEADS.register("box")
+class BoxHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cls = nn.Linear(16, 5)
+
+    def forward(self, features, labels):
+        logits = self.cls(features)
+        pos_mask = labels > 0
+        return F.cross_entropy(logits[pos_mask], labels[pos_mask])
+"""
+
+REGISTRY_TRAIN = """
+import torch
+from registry import HEADS
+
+
+def train(cfg):
+    device = torch.device("cuda")
+    head = HEADS.build(cfg.head).to(device)
+    opt = torch.optim.SGD(head.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(torch.randn(64, 16), batch_size=8)
+    for epoch in range(3):
+        for feats in loader:
+            feats = feats.to(device)
+            loss = head(feats, torch.ones(8, dtype=torch.long, device=device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+
+
+def test_a_model_built_through_a_registry_runs_with_the_training_program(tmp_path):
+    # the head's module is imported by nobody that the run shows (a package __init__
+    # left out of it): it still runs on the GPU of the program that trains it
+    run = program(tmp_path, {"registry.py": REGISTRY, "models/box_head.py": HEAD,
+                             "train.py": REGISTRY_TRAIN})
+    line = line_of(HEAD, "return F.cross_entropy(logits[pos_mask]")
+    assert ("box_head.py", line, "LT001") in found(run, "LT001")
+
+
+# ---------------------------------------------------------------- on request only
+ON_REQUEST = """
+import argparse
+import torch
+from torch import nn
+
+
+def train(args, model, loader):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+def test(args, model, loader):
+    model.eval()
+    correct = 0
+    for x, y in loader:
+        x, y = x.cuda(), y.cuda()
+        correct += (model(x).argmax(1) == y).sum().item()
+    print(correct)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--eval", type=bool, default=False)
+    p.add_argument("--dp", action="store_true")
+    p.add_argument("--epochs", type=int, default=10)
+    args = p.parse_args()
+    model = nn.Linear(8, 2).cuda()
+    if args.dp:
+        model = nn.DataParallel(model)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=8)
+    if not args.eval:
+        train(args, model, loader)
+    else:
+        test(args, model, loader)
+"""
+
+
+def test_code_run_only_under_an_opt_in_flag_is_quiet(tmp_path):
+    run = program(tmp_path, {"main.py": ON_REQUEST})
+    got = found(run)
+    # test() runs only with --eval (off by default): its per-batch read and its
+    # evaluation loop without no_grad are the user's request, not every run's cost
+    assert not any(line == line_of(ON_REQUEST, "correct += (model(x)") for _, line, _ in got)
+    assert not any(code == "LT013" for _, _, code in got)
+    # DataParallel only under --dp (store_true)
+    assert not any(code == "LT015" for _, _, code in got)
+
+
+def test_the_same_code_run_by_default_is_reported(tmp_path):
+    src = ON_REQUEST.replace("if not args.eval:\n        train(args, model, loader)\n"
+                             "    else:\n        test(args, model, loader)",
+                             "train(args, model, loader)\n    test(args, model, loader)"
+                             ).replace("if args.dp:", "if True:")
+    assert src != ON_REQUEST
+    run = program(tmp_path, {"main.py": src})
+    got = found(run)
+    assert ("main.py", line_of(src, "correct += (model(x)"), "LT001") in got
+    assert any(code == "LT013" for _, _, code in got)
+    assert any(code == "LT015" for _, _, code in got)
+
+
+# ---------------------------------------------------------------- a training loop that evaluates
+MODE_SWITCHED = """
+import torch
+from torch import nn
+
+device = torch.device("cuda")
+model = nn.Linear(8, 1).to(device)
+optimizer = torch.optim.Adam(model.parameters())
+loaders = {s: torch.utils.data.DataLoader(torch.randn(64, 8), batch_size=8)
+           for s in ("train", "valid")}
+
+
+def run_epoch(epoch, loader, partition="train"):
+    total = 0.0
+    for i, x in enumerate(loader):
+        if partition == "train":
+            model.train()
+            optimizer.zero_grad()
+        else:
+            model.eval()
+        x = x.to(device)
+        loss = model(x).pow(2).mean()
+        if partition == "train":
+            loss.backward()
+            optimizer.step()
+        total += loss.detach()
+    return total
+
+
+for epoch in range(100):
+    run_epoch(epoch, loaders["train"], partition="train")
+    if epoch % 5 == 0:
+        run_epoch(epoch, loaders["valid"], partition="valid")
+"""
+
+
+def test_a_training_loop_called_as_an_evaluation_pass_with_autograd_on(tmp_path):
+    run = program(tmp_path, {"main.py": MODE_SWITCHED})
+    loop = line_of(MODE_SWITCHED, "for i, x in enumerate(loader):")
+    assert ("main.py", loop, "LT013") in found(run, "LT013")
+
+
+def test_an_evaluation_pass_under_no_grad_is_quiet(tmp_path):
+    src = MODE_SWITCHED.replace(
+        '        run_epoch(epoch, loaders["valid"], partition="valid")',
+        '        with torch.no_grad():\n            run_epoch(epoch, loaders["valid"], partition="valid")')
+    assert src != MODE_SWITCHED
+    assert not found(program(tmp_path, {"main.py": src}), "LT013")
+
+
+# ---------------------------------------------------------------- a step function from a factory
+STEP_FACTORY = """
+import torch
+
+
+def GAN_training_function(G, D, opt):
+    def train(x, y):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(D(G(x)), y)
+        loss.backward()
+        opt.step()
+        return {"loss": float(loss.item())}
+    return train
+"""
+
+STEP_FACTORY_TRAIN = """
+import torch
+import train_fns
+
+
+def main():
+    device = "cuda"
+    G = torch.nn.Linear(4, 4).to(device)
+    D = torch.nn.Linear(4, 1).to(device)
+    opt = torch.optim.Adam(list(G.parameters()) + list(D.parameters()))
+    train = train_fns.GAN_training_function(G, D, opt)
+    loader = torch.utils.data.DataLoader(torch.randn(64, 4), batch_size=8)
+    for epoch in range(10):
+        for x in loader:
+            x = x.to(device)
+            metrics = train(x, torch.ones(8, 1, device=device))
+            print(metrics)
+
+
+main()
+"""
+
+
+def test_a_step_function_made_by_a_factory_with_a_capital_in_its_name(tmp_path):
+    # `GAN_training_function(...)` is a function, not a class: it hands back the step
+    run = program(tmp_path, {"train_fns.py": STEP_FACTORY, "train.py": STEP_FACTORY_TRAIN})
+    item = line_of(STEP_FACTORY, 'return {"loss": float(loss.item())}')
+    assert ("train_fns.py", item, "LT001") in found(run, "LT001")
+
+
+# ---------------------------------------------------------------- pinned loaders
+PIN_BY_DEVICE = """
+import torch
+from torch.utils.data import DataLoader
+
+
+def build_dataloader(data, batch_size=4, num_workers=1, device="cpu"):
+    return DataLoader(data, batch_size=batch_size, num_workers=num_workers,
+                      persistent_workers=True, pin_memory=(device != "cpu"))
+
+
+class Trainer:
+    def __init__(self, model, loader, device):
+        self.model, self.loader, self.device = model, loader, device
+        self.opt = torch.optim.Adam(model.parameters())
+
+    def train_epoch(self):
+        for batch in self.loader:
+            batch = [b.to(self.device) for b in batch]
+            loss = self.model(batch[0]).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+
+
+def main():
+    device = "cuda"
+    data = torch.utils.data.TensorDataset(torch.randn(64, 8))
+    loader = build_dataloader(data, device=device)
+    trainer = Trainer(torch.nn.Linear(8, 1).to(device), loader, device)
+    for epoch in range(10):
+        trainer.train_epoch()
+
+
+main()
+"""
+
+
+def test_a_loader_pinned_exactly_when_the_device_is_not_the_cpu(tmp_path):
+    run = program(tmp_path, {"train.py": PIN_BY_DEVICE})
+    copy = line_of(PIN_BY_DEVICE, "batch = [b.to(self.device) for b in batch]")
+    assert ("train.py", copy, "LT008") in found(run, "LT008")
+    assert not found(run, "LT003")  # the loader does pin on a GPU run
+
+
+YACS_DEFAULTS = """
+from yacs.config import CfgNode as CN
+
+_C = CN()
+_C.MODEL = CN()
+_C.MODEL.DEVICE = "cuda"
+_C.DATA_LOADER = CN()
+_C.DATA_LOADER.NUM_WORKERS = 8
+_C.DATA_LOADER.PIN_MEMORY = True
+cfg = _C
+"""
+
+YACS_BUILD = """
+import torch
+from torch.utils.data import DataLoader
+
+
+def make_data_loader(cfg, dataset):
+    return DataLoader(dataset, num_workers=cfg.DATA_LOADER.NUM_WORKERS, batch_size=32,
+                      pin_memory=cfg.DATA_LOADER.PIN_MEMORY)
+"""
+
+YACS_TRAIN = """
+import torch
+from defaults import cfg
+from build import make_data_loader
+
+
+def do_train(cfg, model, data_loader, optimizer, device):
+    for iteration, (images, targets) in enumerate(data_loader):
+        images = images.to(device)
+        targets = targets.to(device)
+        loss = torch.nn.functional.cross_entropy(model(images), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def main():
+    device = torch.device(cfg.MODEL.DEVICE)
+    model = torch.nn.Linear(8, 2).to(device)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))
+    loader = make_data_loader(cfg, data)
+    do_train(cfg, model, loader, torch.optim.SGD(model.parameters(), lr=0.1), device)
+
+
+main()
+"""
+
+
+def test_a_loader_pinned_by_a_nested_yacs_default(tmp_path):
+    run = program(tmp_path, {"defaults.py": YACS_DEFAULTS, "build.py": YACS_BUILD,
+                             "train.py": YACS_TRAIN})
+    got = found(run, "LT008")
+    assert ("train.py", line_of(YACS_TRAIN, "images = images.to(device)"), "LT008") in got
+    assert ("train.py", line_of(YACS_TRAIN, "targets = targets.to(device)"), "LT008") in got
