@@ -1,7 +1,7 @@
 """Shapes of the sixth round (2026-12-02): boolean masks that reach a model's forward()
 through a helper method, `~`, a sub-module's outputs or their names; models reached only
 through a registry (files that the imports do not join); and code that runs only when the
-user asks (`if args.dp:`, `if not args.eval: train() else: test()`)."""
+user asks (`if not args.eval: train() else: test()`)."""
 
 from __future__ import annotations
 
@@ -234,21 +234,20 @@ def test_code_run_only_under_an_opt_in_flag_is_quiet(tmp_path):
     # evaluation loop without no_grad are the user's request, not every run's cost
     assert not any(line == line_of(ON_REQUEST, "correct += (model(x)") for _, line, _ in got)
     assert not any(code == "LT013" for _, _, code in got)
-    # DataParallel only under --dp (store_true)
-    assert not any(code == "LT015" for _, _, code in got)
+    # (DataParallel under `--dp` still is: a training program's multi-GPU mode, whose
+    # users are those DistributedDataParallel would serve)
+    assert any(code == "LT015" for _, _, code in got)
 
 
 def test_the_same_code_run_by_default_is_reported(tmp_path):
     src = ON_REQUEST.replace("if not args.eval:\n        train(args, model, loader)\n"
                              "    else:\n        test(args, model, loader)",
-                             "train(args, model, loader)\n    test(args, model, loader)"
-                             ).replace("if args.dp:", "if True:")
+                             "train(args, model, loader)\n    test(args, model, loader)")
     assert src != ON_REQUEST
     run = program(tmp_path, {"main.py": src})
     got = found(run)
     assert ("main.py", line_of(src, "correct += (model(x)"), "LT001") in got
     assert any(code == "LT013" for _, _, code in got)
-    assert any(code == "LT015" for _, _, code in got)
 
 
 # ---------------------------------------------------------------- a training loop that evaluates
@@ -447,3 +446,341 @@ def test_a_loader_pinned_by_a_nested_yacs_default(tmp_path):
     got = found(run, "LT008")
     assert ("train.py", line_of(YACS_TRAIN, "images = images.to(device)"), "LT008") in got
     assert ("train.py", line_of(YACS_TRAIN, "targets = targets.to(device)"), "LT008") in got
+
+
+def test_a_training_mode_chosen_by_a_flag_is_still_linted(tmp_path):
+    # `if args.moco: train_moco(...) else: train_ins(...)`: two ways to train, each run
+    # whenever the user picks it; only functions that train nothing are a request
+    src = ON_REQUEST.replace("if not args.eval:\n        train(args, model, loader)\n"
+                             "    else:\n        test(args, model, loader)",
+                             "if args.eval:\n        train(args, model, loader)")
+    src = src.replace("x, y = x.cuda(), y.cuda()\n            loss =",
+                      "x, y = x.cuda(), y.cuda()\n            print(loss_of(x).item())\n"
+                      "            loss =")
+    src = src.replace("def test(args", "def loss_of(x):\n    return x.sum()\n\n\ndef test(args")
+    run = program(tmp_path, {"main.py": src})
+    assert ("main.py", line_of(src, "print(loss_of(x).item())"), "LT001") in found(run, "LT001")
+
+
+# ---------------------------------------------------------------- evaluation over handed batches
+HANDED = """
+import torch
+from torch import nn
+
+
+def train(model, iterator, optimizer, criterion):
+    model.train()
+    for batch in iterator:
+        optimizer.zero_grad()
+        loss = criterion(model(batch.src), batch.trg)
+        loss.backward()
+        optimizer.step()
+
+
+def evaluate(model, iterator, criterion):
+    model.eval()
+    epoch_loss = 0
+    with torch.no_grad():
+        for i, batch in enumerate(iterator):
+            output = model(batch.src)
+            loss = criterion(output, batch.trg)
+            epoch_loss += loss.item()
+            lengths = batch.lengths.cuda()
+            longest = max(lengths)
+    return epoch_loss / len(iterator)
+
+
+def run(model, train_iter, valid_iter):
+    model = model.cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    criterion = nn.CrossEntropyLoss()
+    for epoch in range(10):
+        train(model, train_iter, optimizer, criterion)
+        evaluate(model, valid_iter, criterion)
+"""
+
+
+def test_an_evaluation_function_over_the_batches_it_is_handed(tmp_path):
+    # a torchtext iterator the program model cannot follow: `evaluate` switches the model
+    # to eval mode and runs it on each batch: an evaluation loop
+    run = program(tmp_path, {"seq2seq.py": HANDED})
+    got = found(run, "LT001")
+    assert ("seq2seq.py", line_of(HANDED, "epoch_loss += loss.item()"), "LT001") in got
+    # Python's max() over a GPU tensor compares its elements on the host
+    assert ("seq2seq.py", line_of(HANDED, "longest = max(lengths)"), "LT001") in got
+
+
+# ---------------------------------------------------------------- the same host data every step
+TRANSDUCTIVE = """
+import torch
+import torch.nn.functional as F
+from utils import load_citation
+
+device = torch.device("cuda")
+adj, features, labels, idx_train, idx_val = load_citation("cora")
+features = features.to(device)
+adj = adj.to(device)
+model = torch.nn.Linear(16, 7).to(device)
+optimizer = torch.optim.Adam(model.parameters())
+
+
+def train():
+    model.train()
+    optimizer.zero_grad()
+    output = model(features)
+    loss = F.nll_loss(output[idx_train], labels[idx_train].to(device))
+    loss = loss + output[perm.to(device)].mean()
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+for epoch in range(200):
+    perm = load_citation(epoch)
+    train()
+"""
+
+
+def test_the_same_host_tensor_uploaded_on_every_step(tmp_path):
+    run = program(tmp_path, {"train.py": TRANSDUCTIVE, "utils.py": "def load_citation(n):\n"
+                             "    return None, None, None, None, None\n"})
+    got = found(run, "LT012")
+    assert ("train.py", line_of(TRANSDUCTIVE, "labels[idx_train].to(device)"), "LT012") in got
+    # `perm`, loaded anew on every epoch: a different tensor each time
+    assert not any(line == line_of(TRANSDUCTIVE, "output[perm.to(device)]")
+                   for _, line, _ in got)
+
+
+# ---------------------------------------------------------------- look-alikes that stay quiet
+RUN_LONG_SAMPLER = """
+import torch
+from torch.utils.data import DataLoader, BatchSampler, RandomSampler
+
+
+class IterationBasedBatchSampler:
+    def __init__(self, batch_sampler, num_iterations):
+        self.batch_sampler, self.num_iterations = batch_sampler, num_iterations
+
+    def __iter__(self):
+        iteration = 0
+        while iteration < self.num_iterations:
+            for batch in self.batch_sampler:
+                iteration += 1
+                yield batch
+
+
+def make_loader(dataset, max_iter=None):
+    batch_sampler = BatchSampler(RandomSampler(dataset), batch_size=32, drop_last=False)
+    if max_iter is not None:
+        batch_sampler = IterationBasedBatchSampler(batch_sampler, max_iter)
+    return DataLoader(dataset, num_workers=8, batch_sampler=batch_sampler, pin_memory=True)
+
+
+def main():
+    device = torch.device("cuda")
+    model = torch.nn.Linear(8, 1).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = make_loader(torch.randn(512, 8), max_iter=10000)
+    for epoch in range(3):
+        for x in loader:
+            loss = model(x.to(device, non_blocking=True)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+main()
+"""
+
+
+def test_a_sampler_that_spans_the_run_needs_no_persistent_workers(tmp_path):
+    assert not found(program(tmp_path, {"train.py": RUN_LONG_SAMPLER}), "LT004")
+
+
+def test_the_same_loader_with_a_plain_sampler_is_reported(tmp_path):
+    src = RUN_LONG_SAMPLER.replace(
+        "        batch_sampler = IterationBasedBatchSampler(batch_sampler, max_iter)\n",
+        "        print(max_iter)\n")
+    assert src != RUN_LONG_SAMPLER
+    assert found(program(tmp_path, {"train.py": src}), "LT004")
+
+
+DETERMINISM_ON_REQUEST = """
+import random
+import torch
+from torch import nn
+
+
+def set_random_seed(seed, deterministic=False):
+    random.seed(seed)
+    torch.manual_seed(seed)
+    if deterministic:
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+
+
+def main():
+    set_random_seed(0)
+    torch.backends.cudnn.benchmark = True
+    device = torch.device("cuda")
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU()).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(torch.randn(64, 3, 32, 32), batch_size=8)
+    for epoch in range(3):
+        for x in loader:
+            loss = model(x.to(device)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+main()
+"""
+
+
+def test_benchmark_switched_off_only_for_reproducibility_on_request(tmp_path):
+    assert not found(program(tmp_path, {"train.py": DETERMINISM_ON_REQUEST}), "LT005")
+    src = DETERMINISM_ON_REQUEST.replace("    if deterministic:\n"
+                                         "        torch.backends.cudnn.deterministic = True\n"
+                                         "        torch.backends.cudnn.benchmark = False\n",
+                                         "    torch.backends.cudnn.benchmark = False\n")
+    assert src != DETERMINISM_ON_REQUEST
+    assert found(program(tmp_path, {"train.py": src}), "LT005")
+
+
+EDGE_CACHE = """
+import torch
+from torch import nn
+
+
+class EGNN(nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.device = device
+        self._edges = {}
+
+    def get_edges(self, n_nodes):
+        if n_nodes in self._edges:
+            return self._edges[n_nodes]
+        else:
+            rows = [i for i in range(n_nodes) for j in range(n_nodes)]
+            edges = torch.LongTensor(rows).to(self.device)
+            self._edges[n_nodes] = edges
+            return edges
+
+    def forward(self, h):
+        edges = self.get_edges(h.shape[0])
+        return self.lin(h)[edges].sum()
+"""
+
+
+def test_a_tensor_built_on_a_cache_miss_only(tmp_path):
+    run = program(tmp_path, {"egnn.py": EDGE_CACHE, "train.py": MASKED_TRAIN.replace(
+        "from mae import Autoencoder", "from egnn import EGNN as Autoencoder").replace(
+        "Autoencoder()", 'Autoencoder("cuda")')})
+    assert not found(run, "LT012")
+    # without the store, the `else:` builds and uploads on every call
+    uncached = EDGE_CACHE.replace("            self._edges[n_nodes] = edges\n", "")
+    assert uncached != EDGE_CACHE
+    run = program(tmp_path, {"egnn.py": uncached})
+    assert ("egnn.py", line_of(uncached, "edges = torch.LongTensor(rows)"), "LT012") \
+        in found(run, "LT012")
+
+
+# ---------------------------------------------------------------- PyTorch 0.3-era code
+LEGACY = """
+import torch
+from torch.autograd import Variable
+
+
+def train(model, optimizer, loss_fn, dataloader, params):
+    model.train()
+    for i, (train_batch, labels_batch) in enumerate(dataloader):
+        if params.cuda:
+            train_batch, labels_batch = train_batch.cuda(async=True), \\
+                                        labels_batch.cuda(async=True)
+        train_batch, labels_batch = Variable(train_batch), Variable(labels_batch)
+        output_batch = model(train_batch)
+        loss = loss_fn(output_batch, labels_batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        print(loss.data[0])
+
+
+def main(params):
+    model = torch.nn.Linear(8, 2).cuda()
+    data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 2, (64,)))
+    loader = torch.utils.data.DataLoader(data, batch_size=8, num_workers=4,
+                                         persistent_workers=True, pin_memory=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(params.epochs):
+        train(model, optimizer, torch.nn.functional.cross_entropy, loader, params)
+"""
+
+
+def test_pre_37_code_that_passes_async_is_linted_with_a_warning(tmp_path):
+    run = program(tmp_path, {"train.py": LEGACY})
+    warnings = [d for d in run.all_diagnostics if d.kind == "warning"]
+    assert len(warnings) == 1 and "async=" in warnings[0].message
+    assert warnings[0].line == line_of(LEGACY, "train_batch.cuda(async=True)")
+    got = found(run)
+    # `async=True` was non_blocking: the pinned copy is asynchronous already
+    assert not any(code == "LT008" for _, _, code in got)
+    # `loss.data[0]` read the loss into a Python number, as `.item()` does today
+    assert ("train.py", line_of(LEGACY, "print(loss.data[0])"), "LT001") in got
+
+
+def test_a_real_syntax_error_is_still_one(tmp_path):
+    broken = LEGACY.replace("model.train()", "model.train(")
+    run = program(tmp_path, {"train.py": broken})
+    assert [d.kind for d in run.all_diagnostics] == ["error"]
+    assert "syntax error" in run.all_diagnostics[0].message and not run.findings
+
+
+# ---------------------------------------------------------------- a mode flag, not a log gate
+MODE_FLAG = """
+import torch
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model.cuda()
+        self.opt = torch.optim.Adam(self.model.parameters())
+        self._do_log = False
+        self.values = {}
+
+    def train(self):
+        self._do_log = True
+        self.model.train()
+
+    def val(self):
+        self._do_log = False
+        self.model.eval()
+
+    def do_pass(self, x, it):
+        loss = self.model(x.cuda()).mean()
+        if self._do_log:
+            self.values["loss"] = loss.item()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+
+def main(loader):
+    trainer = Trainer(torch.nn.Linear(8, 1))
+    trainer.train()
+    for it, x in enumerate(loader):
+        trainer.do_pass(x, it)
+"""
+
+
+def test_a_flag_the_trainer_sets_for_a_whole_pass_is_not_a_log_gate(tmp_path):
+    run = program(tmp_path, {"trainer.py": MODE_FLAG})
+    item = line_of(MODE_FLAG, 'self.values["loss"] = loss.item()')
+    assert ("trainer.py", item, "LT001") in found(run, "LT001")
+    # `should_log = it % 100 == 0` would be a gate: quiet
+    gated = MODE_FLAG.replace("        if self._do_log:", "        self._do_log = it % 100 == 0\n"
+                              "        if self._do_log:")
+    assert not found(program(tmp_path, {"trainer.py": gated}), "LT001")

@@ -89,8 +89,8 @@ def callee_tail(call: ast.Call) -> str:
 
 def kwarg(call: ast.Call, name: str) -> ast.keyword | None:
     for kw in call.keywords:
-        if kw.arg == name:
-            return kw
+        if kw.arg == name or (name == "non_blocking" and kw.arg == "ASYNC"):
+            return kw  # (`ASYNC`: pre-0.4 `async=True`, as the parser reads it)
     return None
 
 

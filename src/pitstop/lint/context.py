@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from pitstop.lint.astutil import dotted
 from pitstop.lint.devices import DeviceModel
-from pitstop.lint.index import LOOPS, FuncDef, ModuleIndex
+from pitstop.lint.index import LOOPS, FuncDef, ModuleIndex, is_step_call
 from pitstop.lint.loops import LoopModel
 from pitstop.lint.model import Fix, LintFinding
 from pitstop.lint.program import Origin, Program, Resolved, Sym
@@ -199,8 +199,6 @@ class ModuleContext:
         return self.loops.is_batch_source(it)
 
     def is_optimizer_step(self, call: ast.Call) -> bool:
-        from pitstop.lint.loops import is_step_call
-
         return is_step_call(call)
 
     def could_have_hot_loops(self) -> bool:
@@ -373,12 +371,15 @@ class ModuleContext:
         return self.program.unreached(self.key, top.name)
 
     def on_request_only(self, fn: FuncDef) -> bool:
-        """Is top-level function ``fn`` of an entry script run only when the user asks:
-        every use of its name is a call under an opt-in flag (`if args.eval: test(args)`,
-        the `else:` of `if not args.eval: train(args)`)? No other module imports it."""
+        """Is top-level function ``fn`` of an entry script, which trains nothing itself,
+        run only when the user asks: every use of its name is a call under an opt-in flag
+        (`if args.eval: test(args)`, the `else:` of `if not args.eval: train(args)`)? No
+        other module imports it."""
         if fn not in self.index.tree.body or fn.decorator_list \
                 or self.program.importers_of(self.key):
             return False
+        if any(isinstance(n, ast.Call) and is_step_call(n) for n in ast.walk(fn)):
+            return False  # `if args.moco: train_moco(...)`: a training mode, not a request
         uses = self.name_uses(fn.name)
         return bool(uses) and all(
             isinstance(parent := self.parents.get(u), ast.Call) and parent.func is u

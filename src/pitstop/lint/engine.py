@@ -37,6 +37,7 @@ from pitstop.lint.analyze import (
     Selection,
     analyze,
     apply_noqa,
+    legacy_async_line,
     mentions_torch,
     parse,
     worth_analysing,
@@ -269,7 +270,14 @@ def _lint_bytes(data: bytes, path: str, options: LintOptions,
     try:
         if test:  # named like a test: written as one (test functions, a framework)?
             test = written_as_tests(text)
-        return lint_text(text, path, options, extra_ignores, test=test)
+        result = lint_text(text, path, options, extra_ignores, test=test)
+        legacy = legacy_async_line(text)
+        if legacy is not None:
+            result.diagnostics.append(Diagnostic(
+                path, "passes `async=`, a keyword since Python 3.7 (PyTorch before 0.4 named "
+                "`non_blocking` so): this file does not run on this Python; rename it "
+                "`non_blocking=`. Linted as if it were.", kind="warning", line=legacy))
+        return result
     except SyntaxError as err:
         return FileResult(path, diagnostics=[Diagnostic(
             path, f"syntax error: {err.msg}", line=err.lineno, column=err.offset)])

@@ -31,6 +31,7 @@ from pitstop.lint.astutil import (
     iter_shallow,
     last_name,
     param_default,
+    unwrap_iterable,
 )
 from pitstop.lint.index import FuncDef, is_step_call
 from pitstop.lint.settings import option_name, options_owner
@@ -76,6 +77,11 @@ BATCH_WRAPPER_TAILS = LOADER_WRAPPERS | {"log_every", "chain", "prefetch", "tqdm
                                          "iterate", "with_progress", "progress_bar"}
 ENV_RE = re.compile(r"^(envs?|vec_?envs?|train_envs?|environment)$", re.IGNORECASE)
 # Functions that hand out the next batch (a loop calling one takes a batch per iteration).
+# Functions that evaluate, and parameters that hold the batches they are handed.
+EVAL_FUNC_RE = re.compile(r"^(_?eval(uate)?|_?valid(ate|ation)?|_?val|_?test|run_eval|"
+                          r"evaluate_\w+|eval_\w+|validate_\w+|test_\w+|\w+_eval(uate)?)$",
+                          re.IGNORECASE)
+HANDED_BATCHES_RE = re.compile(r"loader|iter|data|batch|^dl$|^ds$|set$", re.IGNORECASE)
 GET_BATCH_RE = re.compile(r"^(get|next|sample|load|fetch|draw)_batch(es)?$|^get_(train|val|eval)_"
                           r"batch$", re.IGNORECASE)
 # Calls whose result is no batch even when handed a loader.
@@ -202,7 +208,31 @@ class LoopModel:
                 return "train"
             if self.runs_model_eval(body, st):
                 return "eval"
+        elif self._evaluates_handed_batches(loop, st):
+            return "eval"
         return None
+
+    def _evaluates_handed_batches(self, loop: ast.For | ast.AsyncFor | ast.While, st: State
+                                  ) -> bool:
+        """`def evaluate(model, iterator, ...): model.eval(); for batch in iterator:
+        model(...)`: an evaluation function's loop over the batches it is handed (a
+        torchtext iterator, a loader the program model cannot follow), after it switched
+        the model it runs to eval mode."""
+        fn = st.func
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or fn is None \
+                or not EVAL_FUNC_RE.search(fn.name):
+            return False
+        params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+        sources = unwrap_iterable(loop.iter)
+        if len(sources) != 1 or not isinstance(sources[0], ast.Name) \
+                or sources[0].id not in params or not HANDED_BATCHES_RE.search(sources[0].id):
+            return False
+        switched = {dotted(c.func.value) for c in iter_shallow(fn.body, into_loops=False)
+                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                    and c.func.attr == "eval" and not c.args and c.lineno < loop.lineno}
+        return any(isinstance(c, ast.Call) and dotted(c.func) in switched
+                   for c in iter_shallow(loop.body, into_loops=True)) \
+            and self.runs_model_eval(loop.body, st)
 
     def _rl_rollout(self, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
         """A rollout loop of RL training: it steps the environment (`envs.step(action)`)
@@ -369,7 +399,8 @@ class LoopModel:
             return None
         if isinstance(test, (ast.Name, ast.Attribute)):
             name = dotted(test) or ""
-            if name in ctx.rare_names or RARE_NAME_RE.search(name.rsplit(".", 1)[-1]):
+            if name in ctx.rare_names or (RARE_NAME_RE.search(name.rsplit(".", 1)[-1])
+                                          and not self._mode_switch(name)):
                 return "rare"
             if self._opt_in(test, st):
                 return "rare"
@@ -558,6 +589,21 @@ class LoopModel:
                 return not self._turned_on_elsewhere(attr)
             return False
         return False
+
+    def _mode_switch(self, name: str) -> bool:
+        """`self._do_log`, set to True in `train()` and to False in `val()`: a mode of the
+        object, on for a whole pass, not a gate opened every N steps (`should_log = step
+        % n == 0`): every assignment of the attribute in this module is a literal True or
+        False, and one of them is True."""
+        if not name.startswith("self."):
+            return False
+        attr = name.split(".", 1)[1]
+        assigns = [a for n, group in self.ctx.index.assigns_by_name.items()
+                   if n.startswith("self.") and n.split(".", 1)[1] == attr for a in group]
+        return bool(assigns) and all(
+            isinstance(a.value, ast.Constant) and isinstance(a.value.value, bool)
+            for a in assigns) and any(a.value.value is True for a in assigns  # type: ignore[union-attr]
+                                      )
 
     def _turned_on_elsewhere(self, attr: str) -> bool:
         """Does an assignment `x.attr = value` of this module (other than a False/None

@@ -393,7 +393,8 @@ class Walker:
             after_body = dict(st.env) if stmt.orelse and not (stmt.body and isinstance(
                 stmt.body[-1], (ast.Continue, ast.Break, ast.Return, ast.Raise))) else None
             self.walk_body(stmt.orelse, replace(st, rare=True) if st.hot and stmt.orelse
-                           and self._leaves_loop(stmt.orelse, st) else st)
+                           and (self._leaves_loop(stmt.orelse, st) or _serves_cached(stmt))
+                           else st)
             if after_body:  # a GPU value on one branch may be what reaches the code below
                 for name, k in after_body.items():
                     if k in (GPU, MASK) and st.env.get(name) not in (GPU, MASK):
@@ -813,6 +814,20 @@ def _refills_cache(stmt: ast.If) -> bool:
     return bool(stored) and _tests_staleness(test) and any(
         ast.unparse(n) in stored for n in ast.walk(test)
         if isinstance(n, (ast.Attribute, ast.Subscript)))
+
+
+def _serves_cached(stmt: ast.If) -> bool:
+    """`if key in cache: return cache[key]` `else: ... cache[key] = built`: the `else:` runs
+    on a cache miss only (once per key), not on every iteration."""
+    test = stmt.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In) and stmt.body
+            and isinstance(stmt.body[-1], ast.Return) and stmt.body[-1].value is not None):
+        return False
+    item = f"{ast.unparse(test.comparators[0])}[{ast.unparse(test.left)}]"
+    return ast.unparse(stmt.body[-1].value) == item and any(
+        isinstance(n, ast.Assign) and any(ast.unparse(t) == item for t in n.targets)
+        for s in stmt.orelse for n in ast.walk(s))
 
 
 def _tests_staleness(test: ast.expr) -> bool:

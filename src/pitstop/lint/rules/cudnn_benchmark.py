@@ -41,6 +41,8 @@ def check(ctx: ModuleContext) -> None:
         for t in assign.targets:
             if isinstance(t, ast.Attribute) and t.attr == "benchmark" and "cudnn" in ast.unparse(t) \
                     and isinstance(value, ast.Constant) and value.value is False:
+                if ctx.loops.under_opt_in(assign):
+                    continue  # `if deterministic:` (off by default): reproducibility on request
                 explicit_false = True
                 line = value.lineno
                 ctx.report(

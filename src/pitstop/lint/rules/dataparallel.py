@@ -34,8 +34,8 @@ def check(ctx: ModuleContext) -> None:
                 form = f"`{tail}` (a subclass of `nn.DataParallel`)"
             else:
                 continue
-            if _inference_only(ctx, call) or ctx.loops.under_opt_in(call):
-                continue  # (`if args.dp:` with the flag off by default: on request only)
+            if _inference_only(ctx, call):
+                continue
             ctx.report(
                 CODE, call,
                 f"{form} trains in one process with one Python thread per GPU: it "

@@ -4,8 +4,9 @@ without persistent_workers=True (here, or wherever in the program its batches ar
 from __future__ import annotations
 
 import ast
+import re
 
-from pitstop.lint.astutil import dotted, kwarg
+from pitstop.lint.astutil import callee_tail, dotted, kwarg
 from pitstop.lint.context import ANY, OR, USE_SEEN, ModuleContext
 from pitstop.lint.loaders import ABSENT
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
@@ -44,7 +45,7 @@ def check(ctx: ModuleContext) -> None:
         if {flag_state(ctx, v) for v in pw_values} != {"false"}:
             continue
         if taken_once(ctx, call) or iterates_its_own_way(ctx, call) \
-                or built_per_pass(ctx, call):
+                or built_per_pass(ctx, call) or spans_the_run(ctx, call):
             continue  # one iterator for the run (`iter(DataLoader(...))`, or a subclass
             # that re-uses its workers): nothing is re-spawned; or a new loader built for
             # each pass (`def validate(): for b in DataLoader(...)`), which
@@ -122,6 +123,30 @@ def built_per_pass(ctx: ModuleContext, call: ast.Call) -> bool:
     passes = [c for n in names for c in passes_by.get((owner, n), []) if c is not call]
     return bool(loops) and not passes and all(
         index.outer_loop.get(loop) is around and index.owner.get(loop) is owner for loop in loops)
+
+
+# Samplers that hand out every iteration of the run in one pass of the loader.
+RUN_SAMPLER_RE = re.compile(r"infinite|iterationbased|multiepoch|endless|forever")
+
+
+def spans_the_run(ctx: ModuleContext, call: ast.Call) -> bool:
+    """Does the loader's sampler cover the whole run in one pass (`batch_sampler=
+    IterationBasedBatchSampler(..., num_iterations=max_iter)`, `sampler=
+    MultiEpochSampler(ds, num_epochs)`, an `InfiniteSampler`), so that it is iterated once
+    and its workers live for the run?"""
+    scope = ctx.index.owner.get(call)
+    for name in ("sampler", "batch_sampler"):
+        kw = kwarg(call, name)
+        if kw is None:
+            continue
+        values: list[ast.expr] = [kw.value]
+        if isinstance(kw.value, ast.Name):
+            values = [a.value for a in ctx.index.visible_assigns(scope, kw.value.id)
+                      if a.value is not None]
+        if any(isinstance(v, ast.Call) and RUN_SAMPLER_RE.search(
+                callee_tail(v).lower().replace("_", "")) for v in values):
+            return True
+    return False
 
 
 def taken_once(ctx: ModuleContext, call: ast.Call) -> bool:

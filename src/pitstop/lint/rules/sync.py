@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import callee_tail, dotted, kwarg, qualname, root_name
+from pitstop.lint.astutil import LOSS_RE, callee_tail, dotted, kwarg, qualname, root_name
 from pitstop.lint.context import CPU, GPU, MASK, OR, ModuleContext, State
 from pitstop.lint.loops import is_env_step
 from pitstop.lint.values import CREATORS, DERIVED, stringish
@@ -128,6 +128,16 @@ def _mask(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
     return k == GPU and bool(MASK_NAME_RE.search(name)) and not POSITIONS_NAME_RE.search(name)
 
 
+def _legacy_item(ctx: ModuleContext, node: ast.Subscript, st: State) -> bool:
+    """`loss.data[0]`: before PyTorch 0.4 a loss was a 1-element tensor and this read its
+    value into a Python number (what `.item()` does today)."""
+    value = node.value
+    return isinstance(node.ctx, ast.Load) and isinstance(value, ast.Attribute) \
+        and value.attr == "data" and isinstance(node.slice, ast.Constant) \
+        and node.slice.value == 0 and LOSS_RE.search(dotted(value.value) or "") is not None \
+        and ctx.kind(value.value, st) in (GPU, DERIVED)
+
+
 def _mixed_mask_index(ctx: ModuleContext, index: ast.AST, st: State) -> bool:
     """`x[:, mask]`, `x[idx, mask]`: a boolean GPU mask among several indices."""
     return isinstance(index, ast.Tuple) and any(_mask(ctx, e, st) for e in index.elts)
@@ -198,6 +208,10 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
             _report(ctx, node.value, st, "formats a GPU tensor into a string, copying it to the "
                     "host", "format")
     elif isinstance(node, ast.Subscript):
+        if _legacy_item(ctx, node, st):
+            _report(ctx, node, st, "reads a GPU scalar the pre-0.4 way (today `.item()`), "
+                    "copying it to the host", "item")
+            return
         # (a tensor that a GPU mask can index is on the GPU itself, known or not)
         if isinstance(node.ctx, ast.Load) and (
                 (_mask(ctx, node.slice, st) and ctx.kind(node.value, st) != CPU
@@ -267,6 +281,14 @@ def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
         if tail in CONVERTERS and node.args and _gpu(ctx, node.args[0], st):
             _report(ctx, node, st, f"converts a GPU tensor to a Python {tail}, copying it to "
                     "the host", tail)
+            return
+        if tail in {"max", "min"} and node.args and not node.keywords \
+                and tail not in ctx.index.functions and all(
+                    ctx.kind(a, st) in (GPU, MASK) for a in node.args):
+            # (Python's max() compares the tensor's elements, or the tensors, with `>`:
+            # each answer a GPU boolean that `if` reads on the host)
+            _report(ctx, node, st, f"compares GPU values with the Python builtin `{tail}()`, "
+                    "reading each comparison on the host", tail)
             return
         if tail == "print" and any(_gpu(ctx, a, st) for a in node.args
                                    if not isinstance(a, ast.JoinedStr)):

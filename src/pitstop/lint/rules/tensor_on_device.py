@@ -313,6 +313,9 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     if creator is None:
         found = _returned_creator(ctx, inner, st)
         if found is None:
+            if tail != "type_as" and _to_gpu(ctx, node, st) \
+                    and _invariant_host_data(ctx, inner, st):
+                _report_invariant(ctx, node, st)
             return
         creator, maker = found
         direct = False
@@ -368,6 +371,68 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         f"`{ctx.segment(node)}` {how}.",
         fix=fix, evidence=(("loop_line", st.hot.line), ("creator", ctail)),
         condition=_default_device_condition(ctx, inner),
+    )
+
+
+def _invariant_host_data(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
+    """`labels[idx_train]` with `labels` and `idx_train` loaded once at the top of the
+    module, outside any loop, and never moved to the device there: the same host data,
+    uploaded again on every iteration."""
+    if not (isinstance(node, ast.Name) or (
+            isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+            and isinstance(node.slice, ast.Name))):
+        return False
+    names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+    if st.hot is None or st.hot.kind == "forward" or any(n in st.batch for n in names):
+        return False
+    index = ctx.index
+    for name in names:
+        if name in index.import_locals or name in index.functions or name in index.classes:
+            return False
+        if st.func is not None and (index.scoped_assigns.get((st.func, name)) or name in {
+                a.arg for a in st.func.args.posonlyargs + st.func.args.args
+                + st.func.args.kwonlyargs}):
+            return False  # (a local or a parameter: it may change from call to call)
+        assigns = index.scoped_assigns.get((None, name), [])
+        if not assigns or any(_in_loop(ctx, a) or not isinstance(a.value, ast.Call)
+                              for a in assigns):
+            return False  # (loaded by a call: not `d2l = sys.modules[__name__]`)
+        if any(isinstance(a.value, ast.Call) and callee_tail(a.value) in {"to", "cuda"}
+               for a in assigns):
+            return False  # `features = features.to(device)`: already on the device
+        if ctx.kind(ast.Name(id=name), st) not in (None, "cpu"):
+            return False
+    return True
+
+
+def _to_gpu(ctx: ModuleContext, node: ast.Call, st: State) -> bool:
+    """`.cuda()`, or `.to(device)` with a GPU device."""
+    if callee_tail(node) == "cuda":
+        return True
+    dev = kwarg(node, "device")
+    target = dev.value if dev is not None else (node.args[0] if node.args else None)
+    return target is not None and (ctx.devices.is_gpu(target) or ctx.kind(target, st) == GPU)
+
+
+def _in_loop(ctx: ModuleContext, node: ast.AST) -> bool:
+    cur = ctx.parents.get(node)
+    while cur is not None:
+        if isinstance(cur, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef,
+                            ast.AsyncFunctionDef)):
+            return isinstance(cur, (ast.For, ast.AsyncFor, ast.While))
+        cur = ctx.parents.get(cur)
+    return False
+
+
+def _report_invariant(ctx: ModuleContext, node: ast.Call, st: State) -> None:
+    assert st.hot is not None
+    data = ctx.segment(node.func.value)  # type: ignore[attr-defined]
+    ctx.report(
+        CODE, node,
+        f"`{ctx.segment(node)}` copies the same host data (`{data}`, loaded once at the top "
+        f"of the module) to the GPU on every iteration of {st.hot.describe}; move it to the "
+        "device once, before the loop.",
+        evidence=(("loop_line", st.hot.line), ("creator", "loop-invariant")),
     )
 
 
