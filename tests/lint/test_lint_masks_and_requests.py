@@ -784,3 +784,133 @@ def test_a_flag_the_trainer_sets_for_a_whole_pass_is_not_a_log_gate(tmp_path):
     gated = MODE_FLAG.replace("        if self._do_log:", "        self._do_log = it % 100 == 0\n"
                               "        if self._do_log:")
     assert not found(program(tmp_path, {"trainer.py": gated}), "LT001")
+
+
+# ---------------------------------------------------------------- incremental learners
+LEARNER_BASE = """
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+
+class BaseLearner:
+    def __init__(self, device):
+        self._network = None
+        self._device = device
+
+    def _eval_cnn(self, loader):
+        self._network.eval()
+        y_pred = []
+        for _, (inputs, targets) in enumerate(loader):
+            inputs = inputs.to(self._device)
+            with torch.no_grad():
+                outputs = self._network(inputs)
+            y_pred.append(outputs.argmax(1).cpu().numpy())
+        return np.concatenate(y_pred)
+
+    def _extract_vectors(self, loader):
+        self._network.eval()
+        vectors = []
+        for inputs, _ in loader:
+            vectors.append(self._network.extract_vector(inputs.to(self._device)))
+        return vectors
+
+    def build_exemplars(self, datasets):
+        for ds in datasets:
+            idx_loader = DataLoader(ds, batch_size=64, shuffle=False, num_workers=4)
+            vectors = self._extract_vectors(idx_loader)
+            print(len(vectors))
+"""
+
+LEARNER = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+from base import BaseLearner
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def extract_vector(self, x):
+        return self.fc(x)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class iCaRL(BaseLearner):
+    def __init__(self):
+        super().__init__(torch.device("cuda"))
+        self._network = Net().to(self._device)
+
+    def train_task(self, train_loader, test_loader, datasets):
+        opt = torch.optim.SGD(self._network.parameters(), lr=0.1)
+        for epoch in range(10):
+            for inputs, targets in train_loader:
+                loss = nn.functional.cross_entropy(self._network(inputs.to(self._device)),
+                                                   targets.to(self._device))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            self._eval_cnn(test_loader)
+        self.build_exemplars(datasets)
+
+
+data = TensorDataset(torch.randn(64, 8), torch.randint(0, 4, (64,)))
+learner = iCaRL()
+learner.train_task(DataLoader(data, batch_size=8), DataLoader(data, batch_size=8), [data, data])
+"""
+
+
+def test_an_incremental_learner_evaluates_through_its_base_class(tmp_path):
+    run = program(tmp_path, {"base.py": LEARNER_BASE, "icarl.py": LEARNER})
+    got = found(run)
+    # `self._network = None` in the base is a placeholder, not a host value
+    assert ("base.py", line_of(LEARNER_BASE, "y_pred.append(outputs.argmax(1).cpu()"),
+            "LT001") in got
+    # features extracted in eval mode without no_grad
+    assert ("base.py", line_of(LEARNER_BASE, "for inputs, _ in loader:"), "LT013") in got
+    # a fresh loader per dataset, iterated once by the helper: nothing to keep alive
+    loader = line_of(LEARNER_BASE, "idx_loader = DataLoader(")
+    assert not any(line == loader and code == "LT004" for _, line, code in got)
+
+
+MODEL_BY_NAME = """
+import torch
+from torch import optim
+import register
+
+
+class BPRLoss:
+    def __init__(self, recmodel, config):
+        self.model = recmodel
+        self.opt = optim.Adam(recmodel.parameters(), lr=config["lr"])
+
+    def stageOne(self, users, pos, neg):
+        loss, reg_loss = self.model.bpr_loss(users, pos, neg)
+        loss = loss + reg_loss * 1e-4
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return loss.cpu().item()
+
+
+def train(config, users, pos, neg):
+    device = torch.device("cuda")
+    Recmodel = register.MODELS[config["model"]](config).to(device)
+    bpr = BPRLoss(Recmodel, config)
+    for epoch in range(100):
+        for i in range(0, len(users), 2048):
+            bpr.stageOne(users[i:i + 2048], pos[i:i + 2048], neg[i:i + 2048])
+"""
+
+
+def test_a_model_method_of_a_class_chosen_by_name(tmp_path):
+    run = program(tmp_path, {"procedure.py": MODEL_BY_NAME,
+                             "register.py": "MODELS = {}\n"})
+    assert ("procedure.py", line_of(MODEL_BY_NAME, "return loss.cpu().item()"), "LT001") \
+        in found(run, "LT001")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 # Names that say "this object is a model" when nothing better is known.
 MODEL_RE = re.compile(
-    r"^(model|models|net|network|module|ddp_model|raw_model|encoder|decoder|generator|"
+    r"^_*(model|models|net|network|module|ddp_model|raw_model|encoder|decoder|generator|"
     r"discriminator|netg|netd|gen|disc|critic|backbone|classifier|teacher|student|policy|"
     r"actor|vae|unet|gpt|bert|transformer|resnet|cnn|mlp|lm|ema_model)(_\w+)?$|_model$|_net$"
 )

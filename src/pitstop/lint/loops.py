@@ -78,7 +78,7 @@ BATCH_WRAPPER_TAILS = LOADER_WRAPPERS | {"log_every", "chain", "prefetch", "tqdm
 ENV_RE = re.compile(r"^(envs?|vec_?envs?|train_envs?|environment)$", re.IGNORECASE)
 # Functions that hand out the next batch (a loop calling one takes a batch per iteration).
 # Functions that evaluate, and parameters that hold the batches they are handed.
-EVAL_FUNC_RE = re.compile(r"^(_?eval(uate)?|_?valid(ate|ation)?|_?val|_?test|run_eval|"
+EVAL_FUNC_RE = re.compile(r"^_*(eval(uate)?|valid(ate|ation)?|val|test|run_eval|"
                           r"evaluate_\w+|eval_\w+|validate_\w+|test_\w+|\w+_eval(uate)?)$",
                           re.IGNORECASE)
 HANDED_BATCHES_RE = re.compile(r"loader|iter|data|batch|^dl$|^ds$|set$", re.IGNORECASE)
@@ -208,7 +208,7 @@ class LoopModel:
                 return "train"
             if self.runs_model_eval(body, st):
                 return "eval"
-        elif self._evaluates_handed_batches(loop, st):
+        if self._evaluates_handed_batches(loop, st):
             return "eval"
         return None
 
@@ -230,9 +230,9 @@ class LoopModel:
         switched = {dotted(c.func.value) for c in iter_shallow(fn.body, into_loops=False)
                     if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                     and c.func.attr == "eval" and not c.args and c.lineno < loop.lineno}
+        # (the loop trains nothing: `classify` looked for steps first)
         return any(isinstance(c, ast.Call) and dotted(c.func) in switched
-                   for c in iter_shallow(loop.body, into_loops=True)) \
-            and self.runs_model_eval(loop.body, st)
+                   for c in iter_shallow(loop.body, into_loops=True))
 
     def _rl_rollout(self, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
         """A rollout loop of RL training: it steps the environment (`envs.step(action)`)

@@ -426,6 +426,8 @@ class ValueModel:
             if found is None and self._from_gpu_args(node, st):
                 return DERIVED  # `reduce_loss_dict(losses)`: computed from GPU values
             return found
+        if sym is None and st.per_batch and self._model_method(node, st):
+            return GPU  # `self.model.bpr_loss(u, p, n)`, the model's class chosen by name
         if class_name(tail) and tail not in {"Tensor", "DataLoader"} \
                 and isinstance(func, (ast.Name, ast.Attribute)) and not qn.startswith(
                     ("torch.utils", "numpy", "collections", "typing")) \

@@ -269,6 +269,8 @@ class Walker:
                 continue
             if isinstance(node, ast.Assign) and all(
                     (dotted(t) or "").startswith("self.") for t in node.targets):
+                if isinstance(node.value, ast.Constant) and node.value.value is None:
+                    continue  # `self._network = None`: a placeholder, filled elsewhere
                 k = ctx.values.kind(node.value, st)
                 for t in node.targets:
                     name = dotted(t) or ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import callee_tail, dotted, kwarg
+from pitstop.lint.astutil import callee_tail, dotted, kwarg, unwrap_iterable
 from pitstop.lint.context import ANY, OR, USE_SEEN, ModuleContext
 from pitstop.lint.loaders import ABSENT
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
@@ -121,8 +121,42 @@ def built_per_pass(ctx: ModuleContext, call: ast.Call) -> bool:
     names = wrapped_names(index.assigns_of.get(owner, ()), {name})  # `pbar = tqdm(loader)`
     loops = [lp for n in names for lp in loops_by.get((owner, n), [])]
     passes = [c for n in names for c in passes_by.get((owner, n), []) if c is not call]
+    if around is not None and not loops:
+        # (up to the next loader built under the same name)
+        later = [a.lineno for a in index.scoped_assigns.get((owner, name), ())
+                 if a.lineno > call.lineno]
+        end = min(later) if later else float("inf")
+        passes = [c for c in passes if call.lineno < c.lineno < end]
+    if around is not None and not loops and len(passes) == 1 \
+            and ctx.enclosing(passes[0], (ast.For, ast.AsyncFor, ast.While)) is around:
+        # `for c in classes: loader = DataLoader(...); vectors = self._extract(loader)`,
+        # the helper iterating what it is handed once: a new loader for each pass
+        return _iterates_once(ctx, passes[0], name, owner)
     return bool(loops) and not passes and all(
         index.outer_loop.get(loop) is around and index.owner.get(loop) is owner for loop in loops)
+
+
+def _iterates_once(ctx: ModuleContext, call: ast.Call, name: str, scope: object) -> bool:
+    """Does ``call`` hand the loader ``name`` to a function of this module that iterates
+    that parameter in one loop, outside any other loop of its own?"""
+    from pitstop.lint.walk import State
+
+    target = ctx.function_target(call, State(func=scope))  # type: ignore[arg-type]
+    if target is None or target[0] is not ctx:
+        return False
+    fn = target[1]
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    pos = next((i for i, a in enumerate(call.args) if dotted(a) == name), None)
+    param = params[pos] if pos is not None and pos < len(params) else next(
+        (k.arg for k in call.keywords if dotted(k.value) == name), None)
+    if param is None:
+        return False
+    index = ctx.index
+    loops = [lp for lp in ast.walk(fn) if isinstance(lp, (ast.For, ast.AsyncFor))
+             and any(dotted(i) == param for i in unwrap_iterable(lp.iter))]
+    return len(loops) == 1 and index.outer_loop.get(loops[0]) is None
 
 
 # Samplers that hand out every iteration of the run in one pass of the loader.

@@ -102,9 +102,12 @@ def _model_loops(ctx: ModuleContext) -> list[ast.For | ast.While]:
             if _needs_grad(loop):
                 continue
             calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
-            if any((dotted(n.func) or "") == model or (dotted(n.func) or "").startswith(
-                    (f"{model}.predict", f"{model}.forward", f"{model}.inference"))
+            if any((dotted(n.func) or "") == model or (
+                    (dotted(n.func) or "").startswith(f"{model}.")
+                    and callee_tail(n) not in MODEL_HOUSEKEEPING | {"eval", "train"})
                    for n in calls):
+                # (`model.predict(x)`, `self._network.extract_vector(x)`: the model's
+                # own computations, in eval mode)
                 out.append(loop)
     # one finding per loop nest: the outermost loop of it
     inner = {id(n) for loop in out for n in ast.walk(loop) if n is not loop}
