@@ -914,3 +914,154 @@ def test_a_model_method_of_a_class_chosen_by_name(tmp_path):
                              "register.py": "MODELS = {}\n"})
     assert ("procedure.py", line_of(MODEL_BY_NAME, "return loss.cpu().item()"), "LT001") \
         in found(run, "LT001")
+
+
+PRELOADED = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class NBodyDataset(Dataset):
+    def __init__(self, partition="train", dataset_name="nbody_small"):
+        self.dataset_name = dataset_name
+        self.data = torch.Tensor(np.load(f"loc_{partition}.npy")), torch.Tensor(
+            np.load(f"vel_{partition}.npy"))
+
+    def __getitem__(self, i):
+        loc, vel = self.data
+        loc, vel = loc[i], vel[i]
+        if self.dataset_name == "nbody_small":
+            frame_0, frame_T = 30, 40
+        else:
+            raise Exception("Wrong dataset partition %s" % self.dataset_name)
+        return loc[frame_0], vel[frame_0], loc[frame_T]
+
+    def __len__(self):
+        return len(self.data[0])
+
+
+def main():
+    device = torch.device("cuda")
+    model = torch.nn.Linear(3, 3).to(device)
+    opt = torch.optim.Adam(model.parameters())
+    loader = DataLoader(NBodyDataset(), batch_size=100, shuffle=True, pin_memory=True)
+    for epoch in range(100):
+        for loc, vel, target in loader:
+            loc = loc.to(device, non_blocking=True)
+            target = target.to(device, non_blocking=True)
+            loss = (model(loc) - target).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+main()
+"""
+
+
+def test_items_indexed_from_preloaded_tensors_need_no_workers(tmp_path):
+    # the `raise` on a bad configuration builds no item: nothing is loaded per item
+    assert not found(program(tmp_path, {"main_nbody.py": PRELOADED}), "LT002")
+
+
+# ---------------------------------------------------------------- the architecture the program builds
+ZOO = """
+import torch
+from torch import nn
+
+
+def conv_block(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
+
+
+def get_encoder(channels):
+    return nn.Sequential(conv_block(channels, 64), conv_block(64, 64), nn.Flatten())
+
+
+class AttentionLSTM(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.cell = nn.LSTMCell(size, size)
+        self.proj = nn.Linear(size, size)
+
+    def forward(self, support, queries):
+        attention = torch.matmul(queries, support.t()).softmax(dim=1)
+        return self.proj(torch.mm(attention, support))
+
+
+class MatchingNetwork(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.encoder = get_encoder(1)
+        self.g = AttentionLSTM(size)
+"""
+
+PROTO_TRAIN = """
+import torch
+from zoo import get_encoder
+
+
+def main():
+    device = torch.device("cuda")
+    model = get_encoder(1).to(device)
+    opt = torch.optim.Adam(model.parameters())
+    loader = torch.utils.data.DataLoader(torch.randn(64, 1, 28, 28), batch_size=8)
+    for epoch in range(10):
+        for x in loader:
+            loss = model(x.to(device)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+main()
+"""
+
+
+def test_tf32_follows_the_models_the_program_builds(tmp_path):
+    # the zoo's attention model is never built by this program: a conv-only network,
+    # whose cuDNN convolutions use TF32 already
+    run = program(tmp_path, {"zoo.py": ZOO, "train.py": PROTO_TRAIN})
+    assert not found(run, "LT011")
+    matching = PROTO_TRAIN.replace("from zoo import get_encoder",
+                                   "from zoo import MatchingNetwork").replace(
+        "get_encoder(1)", "MatchingNetwork(64)")
+    run = program(tmp_path, {"zoo.py": ZOO, "train.py": matching})
+    assert found(run, "LT011")  # its attention multiplies matrices in fp32
+
+
+SWITCHED_BY_CALLER = """
+import torch
+import torch.nn.functional as F
+
+
+def compute_d_loss(nets, x_real, y_org, y_trg, use_adv_cls=False):
+    out = nets.discriminator(x_real, y_org)
+    loss = F.softplus(-out).mean()
+    if use_adv_cls:
+        out_de = nets.discriminator.classifier(x_real)
+        loss = loss + F.cross_entropy(out_de[y_org != y_trg], y_org[y_org != y_trg])
+    return loss
+
+
+def train(nets, optimizer, loader, epochs, adv_cls_epoch=50):
+    for epoch in range(epochs):
+        use_adv_cls = epoch >= adv_cls_epoch
+        for x_real, y_org, y_trg in loader:
+            x_real, y_org, y_trg = x_real.cuda(), y_org.cuda(), y_trg.cuda()
+            loss = compute_d_loss(nets, x_real, y_org, y_trg, use_adv_cls=use_adv_cls)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_a_switch_parameter_that_the_caller_turns_on(tmp_path):
+    run = program(tmp_path, {"losses.py": SWITCHED_BY_CALLER})
+    line = line_of(SWITCHED_BY_CALLER, "loss = loss + F.cross_entropy(out_de[y_org != y_trg]")
+    assert ("losses.py", line, "LT001") in found(run, "LT001")
+    # left at its default by every caller: an opt-in, quiet
+    off = SWITCHED_BY_CALLER.replace(", use_adv_cls=use_adv_cls)", ")")
+    assert off != SWITCHED_BY_CALLER
+    assert not found(program(tmp_path, {"losses.py": off}), "LT001")

@@ -215,6 +215,9 @@ class ModuleIndex:
         self.yields: dict[FuncDef, list[ast.Yield | ast.YieldFrom]] = {}
         self.attr_names: set[str] = set()  # every attribute name used (cheap "is X used?")
         self.facts: dict[str, int] = {}  # program fact -> first line
+        # architecture facts (layers, matmuls) -> every line they are seen on: a model
+        # class that the program never builds does not make the program's architecture
+        self.arch_lines: dict[str, list[int]] = {}
         self.gpu_origins: list[tuple[int, str]] = []  # (line, what) that can put work on a GPU
         self.cpu_device_lines: list[int] = []
         self.device_literals: dict[str, set[str]] = {}
@@ -241,7 +244,7 @@ class ModuleIndex:
         for tail, line in self._heavy_calls:
             cls = self.classes.get(tail)
             if cls is None or _does_matmuls(cls):
-                self.facts.setdefault("matmul_heavy", line)
+                self._arch("matmul_heavy", line)
         self.import_locals = {i.local for i in self.imports if i.local != "*"}
 
     # ------------------------------------------------------------------ the pass
@@ -405,7 +408,7 @@ class ModuleIndex:
             elif kind == "binop":
                 if isinstance(node.op, ast.MatMult):  # type: ignore[attr-defined]
                     self.matmul_binops += 1
-                    self.facts.setdefault("matmul_heavy", node.lineno)  # type: ignore[attr-defined]
+                    self._arch("matmul_heavy", node.lineno)  # type: ignore[attr-defined]
             elif kind == "func":
                 fn: FuncDef = node  # type: ignore[assignment]
                 self.functions.setdefault(fn.name, []).append(fn)
@@ -416,7 +419,7 @@ class ModuleIndex:
                 cls: ast.ClassDef = node  # type: ignore[assignment]
                 self.classes.setdefault(cls.name, cls)
                 if any(w in cls.name for w in _HEAVY_CLASS_WORDS) and _does_matmuls(cls):
-                    self.facts.setdefault("matmul_heavy", cls.lineno)
+                    self._arch("matmul_heavy", cls.lineno)
                 if any(self._module_base(b) for b in cls.bases):
                     self.module_classes.add(cls.name)
             elif kind in ("import", "importfrom") and id(node) not in seen_imports:
@@ -550,10 +553,14 @@ class ModuleIndex:
                 and self.aliases.get(node.value.id) == "torch":
             self.gpu_origins.append((node.lineno, "torch.cuda"))
 
+    def _arch(self, fact: str, line: int) -> None:
+        self.facts.setdefault(fact, line)
+        self.arch_lines.setdefault(fact, []).append(line)
+
     def _conv(self, line: int, *, one_d: bool = False) -> None:
-        self.facts.setdefault("has_conv", line)
+        self._arch("has_conv", line)
         if not one_d:
-            self.facts.setdefault("image_conv", line)
+            self._arch("image_conv", line)
 
     def _call(self, node: ast.Call) -> None:
         func = node.func
@@ -586,17 +593,17 @@ class ModuleIndex:
                     "torchvision.models")):
             self._conv(node.lineno)  # the zoo by name: a conv net
         if tail in MATMUL_HEAVY_TAILS:
-            facts.setdefault("matmul_heavy", node.lineno)
+            self._arch("matmul_heavy", node.lineno)
         elif tail[:1].isupper() and HEAVY_MODEL_RE.search(tail):
             # `GPT(config)`, `LlamaForCausalLM(c)`: judged once the module's classes are
             # known (a local `Attention_block` of 1x1 convs multiplies no matrices)
             self._heavy_calls.append((tail, node.lineno))
         elif tail in LINEAR_TAILS:
-            facts.setdefault("has_linear", node.lineno)
+            self._arch("has_linear", node.lineno)
         elif tail in EMBEDDING_TAILS:
-            facts.setdefault("has_embedding", node.lineno)
+            self._arch("has_embedding", node.lineno)
         elif tail in RNN_TAILS:
-            facts.setdefault("has_rnn", node.lineno)
+            self._arch("has_rnn", node.lineno)
         if tail == "cuda":
             if ft is ast.Attribute:
                 self.gpu_origins.append((node.lineno, ".cuda()"))

@@ -547,7 +547,10 @@ class LoopModel:
             return self._opt_in_attribute(test.attr, st.func)
         if isinstance(test, ast.Name):
             if st.func is not None and param_default(st.func, test.id) is False:
-                return True
+                # (`use_adv_cls=False` that a caller passes `use_adv_cls=use_adv_cls`:
+                # on whenever that caller says so)
+                return not self.ctx.program.switched_on(
+                    ctx.key, ctx.index.qualname_of(st.func), test.id)
             # `wass_metric = args.wass_flag` ... `if wass_metric:` (assigned once)
             assigns = ctx.index.visible_assigns(st.func, test.id)
             if len(assigns) == 1 and isinstance(assigns[0].value, ast.Attribute) \

@@ -230,13 +230,64 @@ class ProgramReach:
         return out
 
     def facts(self, key: str) -> set[str]:
-        """The program facts of every module that runs with ``key``."""
+        """The program facts of every module that runs with ``key``; an architecture fact
+        of an imported module counts only where a class or function the program mentions
+        holds it (`models.py` defining a conv encoder and an attention model: a program
+        that builds the encoder has no attention)."""
         out: set[str] = set()
         for m in self.program_of(key):
             s = self.modules.get(m)
-            if s is not None:
-                out.update(s.facts)
+            if s is None:
+                continue
+            reached = self._arch_reached(m) if s.arch_owners else None
+            for fact in s.facts:
+                owners = s.arch_owners.get(fact)
+                if owners and reached is not None and fact not in out \
+                        and not any(o == "" or o in reached for o in owners):
+                    continue
+                out.add(fact)
         return out
+
+    def _arch_reached(self, key: str) -> set[str] | None:
+        """The top-level definitions of imported module ``key`` that the program may run:
+        those another module mentions or the module's own statements name, and what those
+        name in turn (None: all of them, for an entry point or a module whose names are
+        looked up at run time)."""
+        memo_key = ("arch_reached", key)
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        s = self.modules[key]
+        _mentioned, dynamic, starred = self._mentioned()
+        stem = os.path.splitext(os.path.basename(key))[0]
+        folder = os.path.basename(os.path.dirname(key))
+        reached: set[str] | None = None
+        if self.importers_of(key) and not (
+                stem in dynamic or folder in dynamic or key in starred
+                or "globals" in dynamic or "import_module" in dynamic):
+            counts = self._mention_counts()
+            own = set(s.mentions.split())
+            todo = [n for n in s.def_refs if counts.get(n, 0) - (n in own) > 0]
+            todo += list(s.body_refs)
+            reached = set()
+            while todo:
+                n = todo.pop()
+                if n not in reached:
+                    reached.add(n)
+                    todo.extend(s.def_refs.get(n, ()))
+        self._memo[memo_key] = reached
+        return reached
+
+    def _mention_counts(self) -> dict[str, int]:
+        """How many modules of the run mention each name."""
+        found = self._memo.get(("mention_counts",))
+        if found is None:
+            from collections import Counter
+
+            counts: Counter[str] = Counter()
+            for s in self.modules.values():
+                counts.update(set(s.mentions.split()))
+            found = self._memo[("mention_counts",)] = dict(counts)
+        return found
 
     @query
     def device_origin(self, key: str) -> Origin | None:

@@ -154,6 +154,13 @@ class ModuleSummary:
     script: bool = False
     # puts folders on the import path (`sys.path.insert(0, "../lib")`, `import _init_paths`)
     adds_to_path: bool = False
+    # architecture fact -> the top-level classes and functions it is seen in ("" for
+    # elsewhere: the module's body, a decorated definition that a registry may build)
+    arch_owners: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # (where it has architecture facts) the other top-level definitions each top-level
+    # definition names, and those the module's own statements name
+    def_refs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    body_refs: tuple[str, ...] = ()
 
 
 CONV_TAILS = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
@@ -444,7 +451,10 @@ def _marks(index: ModuleIndex, fn: FuncDef) -> tuple[bool, list[str], bool]:
 def summarize(index: ModuleIndex) -> ModuleSummary:
     """The summary of one indexed module."""
     d = Describer(index)
-    s = ModuleSummary(index.path, imports=tuple(index.imports), facts=dict(index.facts))
+    s = ModuleSummary(index.path, imports=tuple(index.imports), facts=dict(index.facts),
+                      arch_owners=_arch_owners(index))
+    if s.arch_owners:
+        s.def_refs, s.body_refs = _top_level_refs(index)
     handlers, handler_names = repeated_functions(index)
     for fns in index.functions.values():
         for fn in fns:
@@ -555,6 +565,40 @@ DICT_RE = re.compile(r"([A-Za-z_][\w.]*)$")
 ANY_EVAL_RE = re.compile(r"(?<![\w.])(?:eval|exec)\(")
 
 
+def _arch_owners(index: ModuleIndex) -> dict[str, tuple[str, ...]]:
+    """Where the module's architecture facts are seen (see ``ModuleSummary.arch_owners``)."""
+    if not index.arch_lines:
+        return {}
+    spans = [(d.lineno, d.end_lineno or d.lineno, d.name) for d in index.tree.body
+             if isinstance(d, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+             and not d.decorator_list]
+    out: dict[str, tuple[str, ...]] = {}
+    for fact, lines in index.arch_lines.items():
+        owners = {next((name for lo, hi, name in spans if lo <= line <= hi), "")
+                  for line in lines}
+        out[fact] = tuple(sorted(owners))
+    return out
+
+
+def _top_level_refs(index: ModuleIndex) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    """For each top-level class and function, the module's other top-level definitions its
+    text names; and those named outside any of them (the module's body, decorators)."""
+    lines = (index.text or ast.unparse(index.tree)).splitlines()
+    defs = [d for d in index.tree.body
+            if isinstance(d, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    names = {d.name for d in defs}
+    refs: dict[str, tuple[str, ...]] = {}
+    inside = [False] * (len(lines) + 2)
+    for d in defs:
+        end = d.end_lineno or d.lineno
+        text = "\n".join(lines[d.lineno - 1:end])
+        refs[d.name] = tuple(sorted((set(IDENT_RE.findall(text)) & names) - {d.name}))
+        for i in range(d.lineno, end + 1):
+            inside[i] = True
+    body = "\n".join(line for i, line in enumerate(lines, 1) if not inside[i])
+    return refs, tuple(sorted(set(IDENT_RE.findall(body)) & names))
+
+
 def _mentions(index: ModuleIndex) -> tuple[str, frozenset[str]]:
     """The identifiers the module's text mentions more often than it defines them, and
     the modules it looks names up in at run time (`getattr(trainers, name)`)."""
@@ -631,14 +675,14 @@ def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
                      for a in call.args)
         kwargs = tuple((k.arg, x) for k in call.keywords if k.arg
                        for x in [d.describe(k.value, scope)] if x)
-        on: tuple[str | int, ...] = ()
-        star = False
-        if name.rsplit(".", 1)[-1][:1].isupper():  # (a constructor: its switches count)
-            on = tuple([i for i, a in enumerate(call.args) if not _off_value(index, scope, a)]
-                       + [k.arg for k in call.keywords
-                          if k.arg and not _off_value(index, scope, k.value)])
-            star = any(isinstance(a, ast.Starred) for a in call.args) or any(
-                k.arg is None for k in call.keywords)
+        # (the switches it may turn on: a constructor's, or a function's keywords)
+        ctor = name.rsplit(".", 1)[-1][:1].isupper()
+        on = tuple([i for i, a in enumerate(call.args)
+                    if ctor and not _off_value(index, scope, a)]
+                   + [k.arg for k in call.keywords
+                      if k.arg and not _off_value(index, scope, k.value)])
+        star = any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords)
         if not any(args) and not kwargs and not in_loop and not on and not star:
             continue
         caller = index.qualname_of(scope) if scope is not None else ""
@@ -743,15 +787,19 @@ def _item_nodes(index: ModuleIndex, cls: ast.ClassDef, getitem: FuncDef | None) 
     todo, seen = [getitem], {getitem}
     while todo and len(seen) < 8:
         fn = todo.pop()
-        for stmt in fn.body:
-            for n in ast.walk(stmt):
-                out.append(n)
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
-                        and isinstance(n.func.value, ast.Name) and n.func.value.id == "self":
-                    m = index.method(cls, n.func.attr)
-                    if m is not None and m not in seen:
-                        seen.add(m)
-                        todo.append(m)
+        stack: list[ast.AST] = list(fn.body)
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Raise):
+                continue  # (`raise ValueError(f"bad split {name}")`: no item is built)
+            stack.extend(ast.iter_child_nodes(n))
+            out.append(n)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                    and isinstance(n.func.value, ast.Name) and n.func.value.id == "self":
+                m = index.method(cls, n.func.attr)
+                if m is not None and m not in seen:
+                    seen.add(m)
+                    todo.append(m)
     return out
 
 

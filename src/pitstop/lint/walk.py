@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 MAX_FOLLOW_DEPTH = 4
 # Parameters of forward() that are switches, not inputs (`forward(self, labels, train)`).
 FLAG_PARAM_RE = re.compile(r"^(train|training|is_train(ing)?|eval|evaluate|mode|phase|split|"
-                           r"stage|verbose|debug|deterministic|inference|test|i|j|k|n|layer|topk|top_k|"
+                           r"stage|verbose|debug|deterministic|inference|test|i|j|k|n|it|layer|topk|top_k|"
                            r"model_type|name)$|^(return|use|with|is|do|enable|apply|need|force|"
                            r"num|n|max|min)_|_(mode|flag|only|type|name|len|size|num|count|phase|"
                            r"idx|index)$|step|epoch|iter|^(seq_|max_)?len(gth)?s?$|size$",
