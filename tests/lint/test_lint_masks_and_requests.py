@@ -1065,3 +1065,138 @@ def test_a_switch_parameter_that_the_caller_turns_on(tmp_path):
     off = SWITCHED_BY_CALLER.replace(", use_adv_cls=use_adv_cls)", ")")
     assert off != SWITCHED_BY_CALLER
     assert not found(program(tmp_path, {"losses.py": off}), "LT001")
+
+
+# ---------------------------------------------------------------- a module of constants as config
+CONFIG_MODULE = """
+debug = False
+batch_size = 32
+num_workers = 0
+lr = 1e-3
+"""
+
+CLIP_MAIN = """
+import torch
+import config as CFG
+from dataset import CLIPDataset
+
+
+def build_loaders(frame):
+    dataset = CLIPDataset(frame)
+    return torch.utils.data.DataLoader(dataset, batch_size=CFG.batch_size,
+                                       num_workers=CFG.num_workers, shuffle=True)
+
+
+def main(frame):
+    device = torch.device("cuda")
+    model = torch.nn.Linear(8, 8).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=CFG.lr)
+    loader = build_loaders(frame)
+    for epoch in range(10):
+        for batch in loader:
+            loss = model(batch["image"].to(device)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+
+CLIP_DATASET = """
+import cv2
+import torch
+
+
+class CLIPDataset(torch.utils.data.Dataset):
+    def __init__(self, frame):
+        self.paths = list(frame["image"])
+
+    def __getitem__(self, i):
+        image = cv2.imread(self.paths[i])
+        return {"image": torch.tensor(image).float()}
+
+    def __len__(self):
+        return len(self.paths)
+"""
+
+
+def test_loader_settings_read_from_a_module_of_constants(tmp_path):
+    files = {"config.py": CONFIG_MODULE, "main.py": CLIP_MAIN, "dataset.py": CLIP_DATASET}
+    got = found(program(tmp_path, files))
+    loader = line_of(CLIP_MAIN, "return torch.utils.data.DataLoader(")
+    # `CFG.num_workers` is 0 in config.py: the images are decoded in the training process
+    assert ("main.py", loader, "LT002") in got
+    # and no workers means none to keep alive between epochs
+    assert ("main.py", loader, "LT004") not in got
+
+
+FSDP_EVAL = """
+import torch
+import torch.distributed as dist
+
+
+def run_classifier(model, dataloader, args, use_fsdp_eval=False):
+    with torch.inference_mode():
+        top1 = 0
+        if use_fsdp_eval:
+            signal = torch.zeros(1, device=args.device, dtype=torch.long)
+            it = iter(dataloader)
+            while True:
+                batch = next(it, None)
+                signal.fill_(0 if batch is None else 1)
+                dist.broadcast(signal, src=0)
+                if signal.item() == 0:
+                    break
+                top1 += (model(batch[0].to(args.device)).argmax(1) == batch[1].to(args.device)).sum()
+        else:
+            for images, target in dataloader:
+                top1 += (model(images.to(args.device)).argmax(1) == target.to(args.device)).sum()
+    return top1
+
+
+def zero_shot_eval(model, data, args):
+    use_fsdp_eval = getattr(args, "fsdp", False) and getattr(args, "distributed", False)
+    return run_classifier(model, data["val"], args, use_fsdp_eval=use_fsdp_eval)
+"""
+
+
+def test_a_switch_passed_on_from_an_option_that_is_off(tmp_path):
+    # `use_fsdp_eval` comes from `getattr(args, "fsdp", False)`, an option this program
+    # does not even declare: the FSDP branch is a request, its per-batch read is quiet
+    run = program(tmp_path, {"zero_shot.py": FSDP_EVAL})
+    assert not any(line == line_of(FSDP_EVAL, "if signal.item() == 0:")
+                   for _, line, _ in found(run, "LT001"))
+
+
+OPTIONAL_LOSS = """
+import torch
+
+
+class SRModel:
+    def __init__(self, opt, net):
+        self.net_g = net.cuda()
+        self.optimizer = torch.optim.Adam(self.net_g.parameters())
+        if opt.get("pixel_opt"):
+            self.cri_pix = torch.nn.L1Loss().cuda()
+        else:
+            self.cri_pix = None
+
+    def optimize_parameters(self, lq, gt):
+        self.optimizer.zero_grad()
+        output = self.net_g(lq)
+        l_total = 0
+        if self.cri_pix:
+            l_total += self.cri_pix(output, gt)
+        l_total.backward()
+        self.optimizer.step()
+
+
+def train(model, loader):
+    for epoch in range(10):
+        for lq, gt in loader:
+            model.optimize_parameters(lq.cuda(), gt.cuda())
+"""
+
+
+def test_an_attribute_that_may_be_none_is_tested_for_being_there(tmp_path):
+    run = program(tmp_path, {"sr_model.py": OPTIONAL_LOSS})
+    assert not any(line == line_of(OPTIONAL_LOSS, "        if self.cri_pix:")
+                   for _, line, _ in found(run, "LT001"))

@@ -131,9 +131,11 @@ def lint_text(text: str, path: str, options: LintOptions,
         if not summarise:
             return FileResult(path, analyzed=False)
         # the light pass sees no calls: a module declaring command-line options (an
-        # argparse parser) gets the full one, its defaults count for the program
-        # (as does one that builds a config object: `HParams(epochs=500, fp16_run=False)`)
-        full = "add_argument" in text or CONFIG_CALL_RE.search(text) is not None
+        # argparse parser) gets the full one, its defaults count for the program (as does
+        # one that builds a config object: `HParams(epochs=500, fp16_run=False)`, and a
+        # script, whose calls say what the program's trainers and models are handed)
+        full = "add_argument" in text or CONFIG_CALL_RE.search(text) is not None \
+            or "__main__" in text
         index = ModuleIndex(tree, path, light=not full, text=text, preamble=preamble)
         # a loop whose training hides in an imported function or model (`maml(x_spt, ...)`)
         # is seen once the program is linked: its module is then looked at again

@@ -513,15 +513,39 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
 
     @query
     def switched_on(self, module: str, qualname: str, param: str) -> bool:
-        """Does some call of ``Class.__init__`` (a call of the class) in the program pass
-        ``param`` something other than a False/None/0 literal, by keyword, by position
-        or possibly through `*args`/`**kw`?"""
+        """Does some call of the function (``Class.__init__``: a call of the class) in the
+        program pass ``param`` something other than a False/None/0 literal, or an option
+        or parameter that may be on, by keyword (by position: a class's), or possibly
+        through `*args`/`**kw`?"""
         params = self._call_params(module, qualname)
         if params is None:
             return True
         pos = params.index(param) if param in params else -1
-        return any(site.star or param in site.on or pos in site.on
-                   for _key, _caller, site in self._callsite_index().get((module, qualname), ()))
+        for key, _caller, site in self._callsite_index().get((module, qualname), ()):
+            if site.star or pos in site.on:
+                return True
+            for entry in site.on:
+                if not isinstance(entry, str):
+                    continue
+                name, _, how = entry.partition("@")
+                if name == param and self._turns_on(key, how):
+                    return True
+        return False
+
+    def _turns_on(self, key: str, how: str) -> bool:
+        """Is a switch argument on, as its caller decides it (see ``summary._switch``):
+        "" on; "setting:X" when the option may be on; "param:F.p" when some call of the
+        caller turns its own parameter on."""
+        if how.startswith(("setting:", "setting?:")):
+            kind, _, name = how.partition(":")
+            st = self.setting(name)
+            if st is None:
+                return kind == "setting"  # (`setting?`: off unless an option says)
+            return st.default is UNKNOWN or bool(st.default) or any(bool(c) for c in st.choices)
+        if how.startswith("param:"):
+            func, _, p = how[6:].rpartition(".")
+            return self.switched_on(key, func, p)
+        return True
 
     def passed(self, module: str, qualname: str, param: str) -> list[tuple[str, str | None]]:
         """(caller module, descriptor) of what each call of the function passes for

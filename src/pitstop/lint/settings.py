@@ -29,7 +29,11 @@ class _Unknown:
 UNKNOWN = _Unknown()
 # Names of objects that hold parsed options or a config (`args.device`, `self.cfg.workers`).
 _CONFIG_NAMES = r"(Config|Args|Arguments|Options|Settings|H[Pp]arams|HyperParams|Namespace)"
-CONFIG_CLASS_RE = re.compile(_CONFIG_NAMES + "$")
+CONFIG_CLASS_RE = re.compile(_CONFIG_NAMES + "$|^(CFG|Cfg|Hyp|HP|Opts?)$")
+# Modules of plain constants a program imports as its configuration (`import config as
+# CFG` ... `num_workers=CFG.num_workers`)
+CONFIG_MODULE_RE = re.compile(r"^(config|configs|cfg|conf|settings|hparams|hyperparams|params|"
+                              r"options|opts)$")
 # Module-level config objects filled field by field (`config = edict()`, `_C = CN()`)
 CONFIG_OBJECTS = frozenset({"edict", "EasyDict", "CN", "CfgNode", "ConfigDict", "AttrDict",
                             "Namespace", "SimpleNamespace", "Dict", "DotMap", "Munch"})
@@ -170,6 +174,24 @@ def constructor_settings(calls_by_tail: dict[str, list[ast.Call]], path: str,
                     value = _literal(kw.value)
                     if value is not UNKNOWN:
                         out.setdefault(kw.arg, Setting(kw.arg, value, (), call.lineno, path))
+    return out
+
+
+def module_settings(body: list[ast.stmt], path: str) -> dict[str, Setting]:
+    """The literal constants at the top of a config module (`config.py`: `num_workers =
+    0`, `debug = True`), which the program reads as `CFG.num_workers`."""
+    import os
+
+    if CONFIG_MODULE_RE.match(os.path.splitext(os.path.basename(path))[0]) is None:
+        return {}
+    out: dict[str, Setting] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name):
+            value = _literal(stmt.value)
+            if value is not UNKNOWN:
+                name = stmt.targets[0].id
+                out.setdefault(name, Setting(name, value, (), stmt.lineno, path))
     return out
 
 

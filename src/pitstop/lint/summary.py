@@ -58,6 +58,8 @@ from pitstop.lint.settings import (
     class_settings,
     constructor_settings,
     flag_descriptor,
+    module_settings,
+    option_name,
     options_owner,
 )
 
@@ -536,7 +538,8 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
             desc = d._first(top, name, None, 0)
             if desc:
                 s.globals[name] = desc
-    s.settings = {**attribute_settings(index.tree.body, index.path),
+    s.settings = {**module_settings(index.tree.body, index.path),
+                  **attribute_settings(index.tree.body, index.path),
                   **constructor_settings(index.calls_by_tail, index.path),
                   **class_settings(index.classes, index.path),
                   **argparse_settings(index.calls_by_tail, index.path)}
@@ -675,12 +678,13 @@ def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
                      for a in call.args)
         kwargs = tuple((k.arg, x) for k in call.keywords if k.arg
                        for x in [d.describe(k.value, scope)] if x)
-        # (the switches it may turn on: a constructor's, or a function's keywords)
+        # (the switches it may turn on: a constructor's, or a function's keywords, with
+        # what decides them when an option or a parameter does: `use_x=args.use_x`)
         ctor = name.rsplit(".", 1)[-1][:1].isupper()
         on = tuple([i for i, a in enumerate(call.args)
                     if ctor and not _off_value(index, scope, a)]
-                   + [k.arg for k in call.keywords
-                      if k.arg and not _off_value(index, scope, k.value)])
+                   + [k.arg if not how else f"{k.arg}@{how}" for k in call.keywords
+                      if k.arg for how in [_switch(index, scope, k.value)] if how is not None])
         star = any(isinstance(a, ast.Starred) for a in call.args) or any(
             k.arg is None for k in call.keywords)
         if not any(args) and not kwargs and not in_loop and not on and not star:
@@ -710,6 +714,40 @@ def _off_value(index: ModuleIndex, scope: FuncDef | None, node: ast.AST) -> bool
         if owner is None:
             break
     return False
+
+
+def _switch(index: ModuleIndex, scope: FuncDef | None, node: ast.AST, depth: int = 0
+            ) -> str | None:
+    """What a switch argument is: None when off (a False/None/0 literal), "setting:X" when
+    an option decides it (`args.fsdp`, `getattr(args, "fsdp", False) and ...`),
+    "param:F.p" when the caller's own parameter with an off default does, else "" (on)."""
+    if _off_value(index, scope, node):
+        return None
+    if depth > 3:
+        return ""
+    option = option_name(node)
+    if option is not None:
+        return f"setting:{option}"
+    if isinstance(node, ast.Call) and callee_tail(node) == "getattr" and len(node.args) >= 2 \
+            and options_owner(node.args[0]) and isinstance(node.args[1], ast.Constant) \
+            and isinstance(node.args[1].value, str):
+        # (`getattr(args, "fsdp", False)`: off too where no option of that name exists)
+        off = len(node.args) == 3 and _off_literal(node.args[2])
+        return f"setting{'?' if off else ''}:{node.args[1].value}"
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        parts = [_switch(index, scope, v, depth + 1) for v in node.values]
+        if None in parts:
+            return None
+        return next((p for p in parts if p), "")  # (off whenever that part is)
+    if isinstance(node, ast.Name) and scope is not None:
+        if node.id in {a.arg for a in scope.args.posonlyargs + scope.args.args
+                       + scope.args.kwonlyargs}:
+            return f"param:{index.qualname_of(scope)}.{node.id}" \
+                if param_default(scope, node.id) in (False, None, 0) else ""
+        assigns = index.scoped_assigns.get((scope, node.id), [])
+        if len(assigns) == 1 and assigns[0].value is not None:
+            return _switch(index, scope, assigns[0].value, depth + 1)
+    return ""
 
 
 def _loaderish(d: str | None) -> bool:

@@ -128,6 +128,15 @@ def _mask(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
     return k == GPU and bool(MASK_NAME_RE.search(name)) and not POSITIONS_NAME_RE.search(name)
 
 
+def _optional_check(ctx: ModuleContext, test: ast.expr) -> bool:
+    """`if self.cri_pix:` of an attribute set to None where the option is off: a test of
+    whether the object exists, not of a tensor's value."""
+    name = dotted(test)
+    return name is not None and any(
+        isinstance(a.value, ast.Constant) and a.value.value is None
+        for a in ctx.index.assigns_by_name.get(name, ()))
+
+
 def _legacy_item(ctx: ModuleContext, node: ast.Subscript, st: State) -> bool:
     """`loss.data[0]`: before PyTorch 0.4 a loss was a 1-element tensor and this read its
     value into a Python number (what `.item()` does today)."""
@@ -225,6 +234,8 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
             _report(ctx, node, st, "formats a GPU tensor into a string with `%`, copying it "
                     "to the host", "format")
     elif isinstance(node, (ast.If, ast.While, ast.Assert)):
+        if _optional_check(ctx, node.test):
+            return
         word = {ast.If: "`if`", ast.While: "`while`", ast.Assert: "`assert`"}[type(node)]
         _report(ctx, node.test, st, f"is a GPU tensor used as a Python {word} condition, which "
                 "needs its value on the host", "control-flow")
