@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pitstop.fileio import WriteRefused, atomic_write_bytes
-from pitstop.lint.analyze import LintOptions
+from pitstop.lint.analyze import LintOptions, legacy_async_line
 from pitstop.lint.engine import (
     RunResult,
     condition_holds,
@@ -50,6 +50,12 @@ def fix_results(run: RunResult, options: LintOptions,
             old = decode(data)
         except (OSError, UnicodeError) as err:
             result.diagnostics.append(Diagnostic(result.path, f"cannot fix: {err}"))
+            continue
+        if legacy_async_line(old) is not None:
+            # (linted as pre-3.7 code: the fixer's parsers read today's Python only)
+            result.diagnostics.append(Diagnostic(
+                result.path, "not fixed: it passes `async=`, which does not parse on this "
+                "Python; rename it `non_blocking=` first", kind="warning"))
             continue
         in_program = program.key(result.path) in program.modules
         others = uses - result.uses  # what the other files' loops do

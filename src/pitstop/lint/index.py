@@ -151,6 +151,19 @@ TEXT_FACTS: dict[str, tuple[str, ...]] = {
     "uses_ddp": ("DistributedDataParallel", "FullyShardedDataParallel", "DDP("),
     "ddp_sync_control": ("no_sync", "require_backward_grad_sync"),
 }
+ARCH_FACTS = frozenset({"has_conv", "image_conv", "has_linear", "has_embedding", "has_rnn",
+                        "matmul_heavy"})
+
+
+def _finds(text: str, needle: str) -> list[int]:
+    """Every offset of ``needle`` in ``text``."""
+    out, at = [], text.find(needle)
+    while at >= 0:
+        out.append(at)
+        at = text.find(needle, at + 1)
+    return out
+
+
 TEXT_ORIGINS = re.compile(r"\.cuda\(|['\"]cuda(:\d+)?['\"]|torch\.accelerator")
 
 
@@ -510,6 +523,9 @@ class ModuleIndex:
                 if fact == "deterministic":
                     fact = _determinism_fact_in_text(text, at)
                 self.facts.setdefault(fact, text.count("\n", 0, at) + 1)
+                if fact in ARCH_FACTS:  # (every place: see `arch_lines`)
+                    self.arch_lines[fact] = sorted(
+                        text.count("\n", 0, i) + 1 for n in needles for i in _finds(text, n))
         if "cuda" in text or "accelerator" in text:
             m = TEXT_ORIGINS.search(text)
             if m is not None:

@@ -76,12 +76,12 @@ BATCH_WRAPPER_TAILS = LOADER_WRAPPERS | {"log_every", "chain", "prefetch", "tqdm
                                          "maybe_tqdm", "cycle", "infinite", "repeat",
                                          "iterate", "with_progress", "progress_bar"}
 ENV_RE = re.compile(r"^(envs?|vec_?envs?|train_envs?|environment)$", re.IGNORECASE)
-# Functions that hand out the next batch (a loop calling one takes a batch per iteration).
 # Functions that evaluate, and parameters that hold the batches they are handed.
 EVAL_FUNC_RE = re.compile(r"^_*(eval(uate)?|valid(ate|ation)?|val|test|run_eval|"
                           r"evaluate_\w+|eval_\w+|validate_\w+|test_\w+|\w+_eval(uate)?)$",
                           re.IGNORECASE)
 HANDED_BATCHES_RE = re.compile(r"loader|iter|data|batch|^dl$|^ds$|set$", re.IGNORECASE)
+# Functions that hand out the next batch (a loop calling one takes a batch per iteration).
 GET_BATCH_RE = re.compile(r"^(get|next|sample|load|fetch|draw)_batch(es)?$|^get_(train|val|eval)_"
                           r"batch$", re.IGNORECASE)
 # Calls whose result is no batch even when handed a loader.
@@ -603,10 +603,18 @@ class LoopModel:
         attr = name.split(".", 1)[1]
         assigns = [a for n, group in self.ctx.index.assigns_by_name.items()
                    if n.startswith("self.") and n.split(".", 1)[1] == attr for a in group]
-        return bool(assigns) and all(
-            isinstance(a.value, ast.Constant) and isinstance(a.value.value, bool)
-            for a in assigns) and any(a.value.value is True for a in assigns  # type: ignore[union-attr]
-                                      )
+        if not assigns or not all(isinstance(a.value, ast.Constant)
+                                  and isinstance(a.value.value, bool) for a in assigns):
+            return False
+        # (each a statement of its method's own body, not under an `if` or in a loop:
+        # `if step % 100 == 0: self.should_log = True` is a gate set every step)
+        parents = self.ctx.parents
+        if not all(isinstance(parents.get(a), (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for a in assigns):
+            return False
+        on = {parents.get(a) for a in assigns if a.value.value is True}  # type: ignore[union-attr]
+        off = {parents.get(a) for a in assigns if a.value.value is False}  # type: ignore[union-attr]
+        return bool(on) and not (on & off)
 
     def _turned_on_elsewhere(self, attr: str) -> bool:
         """Does an assignment `x.attr = value` of this module (other than a False/None

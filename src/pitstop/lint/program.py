@@ -527,8 +527,8 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
             for entry in site.on:
                 if not isinstance(entry, str):
                     continue
-                name, _, how = entry.partition("@")
-                if name == param and self._turns_on(key, how):
+                name, _, how = entry.partition("@")  # `param@how` or `#pos@how`
+                if (name == param or name == f"#{pos}") and self._turns_on(key, how):
                     return True
         return False
 

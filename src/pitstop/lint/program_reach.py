@@ -261,7 +261,7 @@ class ProgramReach:
         stem = os.path.splitext(os.path.basename(key))[0]
         folder = os.path.basename(os.path.dirname(key))
         reached: set[str] | None = None
-        if self.importers_of(key) and not (
+        if s.def_refs and self.importers_of(key) and not (
                 stem in dynamic or folder in dynamic or key in starred
                 or "globals" in dynamic or "import_module" in dynamic):
             counts = self._mention_counts()

@@ -586,7 +586,9 @@ def _arch_owners(index: ModuleIndex) -> dict[str, tuple[str, ...]]:
 def _top_level_refs(index: ModuleIndex) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
     """For each top-level class and function, the module's other top-level definitions its
     text names; and those named outside any of them (the module's body, decorators)."""
-    lines = (index.text or ast.unparse(index.tree)).splitlines()
+    if not index.text:
+        return {}, ()  # (no source lines to match: every definition counts as reached)
+    lines = index.text.splitlines()
     defs = [d for d in index.tree.body
             if isinstance(d, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
     names = {d.name for d in defs}
@@ -681,8 +683,9 @@ def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
         # (the switches it may turn on: a constructor's, or a function's keywords, with
         # what decides them when an option or a parameter does: `use_x=args.use_x`)
         ctor = name.rsplit(".", 1)[-1][:1].isupper()
-        on = tuple([i for i, a in enumerate(call.args)
-                    if ctor and not _off_value(index, scope, a)]
+        on = tuple([i if not how else f"#{i}@{how}" for i, a in enumerate(call.args)
+                    if ctor or isinstance(a, SWITCH_LIKE)
+                    for how in [_switch(index, scope, a)] if how is not None]
                    + [k.arg if not how else f"{k.arg}@{how}" for k in call.keywords
                       if k.arg for how in [_switch(index, scope, k.value)] if how is not None])
         star = any(isinstance(a, ast.Starred) for a in call.args) or any(
@@ -714,6 +717,11 @@ def _off_value(index: ModuleIndex, scope: FuncDef | None, node: ast.AST) -> bool
         if owner is None:
             break
     return False
+
+
+# Positional arguments of a function call that may be a switch (`train(model, True)`,
+# `run(loader, args.fp16)`); a constructor's count whatever they are.
+SWITCH_LIKE = (ast.Constant, ast.Name, ast.Attribute, ast.BoolOp, ast.UnaryOp, ast.Compare)
 
 
 def _switch(index: ModuleIndex, scope: FuncDef | None, node: ast.AST, depth: int = 0

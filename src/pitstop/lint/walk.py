@@ -291,7 +291,7 @@ class Walker:
     def walk_body(self, stmts: list[ast.stmt], st: State) -> None:
         rest = st
         loops = self.ctx.loops
-        for stmt in stmts:
+        for i, stmt in enumerate(stmts):
             self.walk_stmt(stmt, rest)
             if rest.hot is not None and not rest.rare and isinstance(stmt, ast.If) \
                     and not stmt.orelse and all(isinstance(s, (ast.Continue, ast.Return))
@@ -299,6 +299,9 @@ class Walker:
                     and (loops.rarity(stmt.test, rest) == "frequent"
                          or loops.gates_progress(stmt.test, rest)):
                 rest = replace(rest, rare=True)
+            elif rest.hot is not None and not rest.rare and isinstance(stmt, ast.If) \
+                    and not stmt.orelse and _serves_cached(stmt, stmts[i + 1:]):
+                rest = replace(rest, rare=True)  # what follows runs on a cache miss only
 
     def walk_stmt(self, stmt: ast.stmt, st: State) -> None:
         ctx = self.ctx
@@ -818,18 +821,20 @@ def _refills_cache(stmt: ast.If) -> bool:
         if isinstance(n, (ast.Attribute, ast.Subscript)))
 
 
-def _serves_cached(stmt: ast.If) -> bool:
-    """`if key in cache: return cache[key]` `else: ... cache[key] = built`: the `else:` runs
-    on a cache miss only (once per key), not on every iteration."""
+def _serves_cached(stmt: ast.If, after: list[ast.stmt] | None = None) -> bool:
+    """`if key in cache: return cache[key]`, then (in its `else:`, or in the statements
+    ``after`` it) `... cache[key] = built`: that code runs on a cache miss only (once per
+    key), not on every iteration."""
     test = stmt.test
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1
             and isinstance(test.ops[0], ast.In) and stmt.body
             and isinstance(stmt.body[-1], ast.Return) and stmt.body[-1].value is not None):
         return False
     item = f"{ast.unparse(test.comparators[0])}[{ast.unparse(test.left)}]"
+    miss = stmt.orelse if after is None else after
     return ast.unparse(stmt.body[-1].value) == item and any(
         isinstance(n, ast.Assign) and any(ast.unparse(t) == item for t in n.targets)
-        for s in stmt.orelse for n in ast.walk(s))
+        for s in miss for n in ast.walk(s))
 
 
 def _tests_staleness(test: ast.expr) -> bool:

@@ -13,6 +13,9 @@ CODE = "LT013"
 EVAL_NAME_RE = re.compile(r"eval|valid|val_|_val|test|infer|predict|score|metric|bench",
                           re.IGNORECASE)
 GRAD_OFF = frozenset({"no_grad", "inference_mode"})
+# Methods of a model that run it on their arguments (with the model's own calls).
+MODEL_COMPUTE_RE = re.compile(r"^(predict|forward|inference|infer)|extract|feature|embed|"
+                              r"encode|decode|logit|score|sample", re.IGNORECASE)
 # calls that train or need gradients: a loop holding one is no evaluation loop
 GRAD_USERS = frozenset({"backward", "step", "train", "grad", "requires_grad_", "enable_grad",
                         "set_grad_enabled"})
@@ -103,11 +106,11 @@ def _model_loops(ctx: ModuleContext) -> list[ast.For | ast.While]:
                 continue
             calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call)]
             if any((dotted(n.func) or "") == model or (
-                    (dotted(n.func) or "").startswith(f"{model}.")
-                    and callee_tail(n) not in MODEL_HOUSEKEEPING | {"eval", "train"})
+                    (dotted(n.func) or "").startswith(f"{model}.") and n.args
+                    and MODEL_COMPUTE_RE.search(callee_tail(n)) is not None)
                    for n in calls):
                 # (`model.predict(x)`, `self._network.extract_vector(x)`: the model's
-                # own computations, in eval mode)
+                # own computations, in eval mode; not `model.named_modules()`)
                 out.append(loop)
     # one finding per loop nest: the outermost loop of it
     inner = {id(n) for loop in out for n in ast.walk(loop) if n is not loop}
@@ -137,8 +140,6 @@ def check(ctx: ModuleContext) -> None:
         if _under_no_grad(ctx, loop) or _needs_grad(loop):
             continue
         func = ctx.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
-        if func is not None and ctx.on_request_only(func):  # type: ignore[arg-type]
-            continue  # `if args.eval: test(args)`: run on request, as code under the flag
         scope = func.body if func is not None else ctx.tree.body  # type: ignore[attr-defined]
         text = "\n".join(ast.unparse(s) for s in scope) if func is not None else ctx.text
         if "set_grad_enabled(False)" in text or "requires_grad_(False)" in text \
@@ -251,11 +252,10 @@ def _grad_switched(ctx: ModuleContext, loop: Loop) -> bool:
     `with torch.no_grad():` inside the loop)?"""
     func = ctx.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
     scope = func if func is not None else loop
-    return any((isinstance(n, ast.Call) and callee_tail(n) in {"set_grad_enabled",
-                                                               "requires_grad_"})
-               or (isinstance(n, (ast.With, ast.AsyncWith))
-                   and any(_grad_off_call(i.context_expr) for i in n.items))
-               for n in ast.walk(scope))
+    # (any use: `ctx = nullcontext() if train else torch.no_grad()` ... `with ctx:`)
+    return any(isinstance(n, ast.Call) and (
+        callee_tail(n) in {"set_grad_enabled", "requires_grad_"} or _grad_off_call(n))
+        for n in ast.walk(scope))
 
 
 def _report_switched(ctx: ModuleContext, loop: ast.For | ast.AsyncFor, call: ast.Call) -> None:

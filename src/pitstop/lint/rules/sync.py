@@ -115,12 +115,13 @@ def _gpu(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
 # A GPU index tensor named as a mask (`pos_mask`, `bool_masked_pos`) is a boolean one:
 # float tensors cannot index, and integer positions are named `idx`/`ids`/`indices`.
 MASK_NAME_RE = re.compile(r"(^|_)(mask|masks|masked)(_|$)", re.IGNORECASE)
-POSITIONS_NAME_RE = re.compile(r"(^|_)(idx|ids|id|index|indices|inds|ind|num|len|lens)(_|$)",
-                               re.IGNORECASE)
+POSITIONS_NAME_RE = re.compile(r"(^|_)(idx|ids|id|index|indices|inds|ind|num|len|lens|pos|"
+                               r"positions?|tokens?|labels?)(_|$)", re.IGNORECASE)
 
 
 def _mask(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
-    """A boolean GPU mask: known to be one, or a GPU tensor named as one."""
+    """A boolean GPU mask as the only index: known to be one, or a GPU tensor named as
+    one (beside other indices, `x[arange(n), mask_pos]`, a name decides nothing)."""
     k = ctx.kind(node, st)
     if k == MASK:
         return True
@@ -129,12 +130,16 @@ def _mask(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
 
 
 def _optional_check(ctx: ModuleContext, test: ast.expr) -> bool:
-    """`if self.cri_pix:` of an attribute set to None where the option is off: a test of
-    whether the object exists, not of a tensor's value."""
+    """`if self.cri_pix:` of an attribute set to None where the option is off, and else to
+    an object a call builds (`build_loss(opt).to(device)`): a test of whether the object
+    exists, not of a tensor's value."""
     name = dotted(test)
-    return name is not None and any(
-        isinstance(a.value, ast.Constant) and a.value.value is None
-        for a in ctx.index.assigns_by_name.get(name, ()))
+    if name is None or not name.startswith("self.") or name.count(".") != 1:
+        return False
+    assigns = ctx.index.assigns_by_name.get(name, ())
+    nones = [a for a in assigns if isinstance(a.value, ast.Constant) and a.value.value is None]
+    return bool(nones) and all(isinstance(a.value, ast.Call) for a in assigns
+                               if a not in nones)
 
 
 def _legacy_item(ctx: ModuleContext, node: ast.Subscript, st: State) -> bool:
@@ -149,7 +154,14 @@ def _legacy_item(ctx: ModuleContext, node: ast.Subscript, st: State) -> bool:
 
 def _mixed_mask_index(ctx: ModuleContext, index: ast.AST, st: State) -> bool:
     """`x[:, mask]`, `x[idx, mask]`: a boolean GPU mask among several indices."""
-    return isinstance(index, ast.Tuple) and any(_mask(ctx, e, st) for e in index.elts)
+    if not isinstance(index, ast.Tuple):
+        return False
+    # (a mask by name only beside whole slices, `x[mask, :]`: beside another index
+    # tensor, `x[arange(n), mask_pos]`, it is most likely positions)
+    others = [e for e in index.elts if not isinstance(e, ast.Slice)
+              and not (isinstance(e, ast.Constant) and e.value is ...)]
+    return any(ctx.kind(e, st) == MASK or (len(others) == 1 and _mask(ctx, e, st))
+               for e in others)
 
 
 def _host_tensor(ctx: ModuleContext, node: ast.AST, st: State) -> bool:

@@ -415,13 +415,9 @@ def _to_gpu(ctx: ModuleContext, node: ast.Call, st: State) -> bool:
 
 
 def _in_loop(ctx: ModuleContext, node: ast.AST) -> bool:
-    cur = ctx.parents.get(node)
-    while cur is not None:
-        if isinstance(cur, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef,
-                            ast.AsyncFunctionDef)):
-            return isinstance(cur, (ast.For, ast.AsyncFor, ast.While))
-        cur = ctx.parents.get(cur)
-    return False
+    """Is ``node`` inside a loop of its own function (or of the module's body)?"""
+    return isinstance(ctx.enclosing(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef,
+                                           ast.AsyncFunctionDef)), (ast.For, ast.AsyncFor, ast.While))
 
 
 def _report_invariant(ctx: ModuleContext, node: ast.Call, st: State) -> None:
