@@ -533,7 +533,7 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
         return False
 
     def _turns_on(self, key: str, how: str) -> bool:
-        """Is a switch argument on, as its caller decides it (see ``summary._switch``):
+        """Is a switch argument on, as its caller decides it (see ``switches.switch_of``):
         "" on; "setting:X" when the option may be on; "param:F.p" when some call of the
         caller turns its own parameter on."""
         if how.startswith(("setting:", "setting?:")):
@@ -688,14 +688,6 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
     def setting(self, name: str) -> Setting | None:
         """The command-line option or config field ``name`` of the program."""
         return self._all_settings().get(name)
-
-    # ------------------------------------------------------------------ the program's reach
-
-
-
-
-
-
 
 
 

@@ -34,8 +34,6 @@ Values are described by short strings ("descriptors"), resolved across modules b
 from __future__ import annotations
 
 import ast
-import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 from pitstop.lint.astutil import (
@@ -49,8 +47,10 @@ from pitstop.lint.astutil import (
     param_default,
     qualname,
 )
+from pitstop.lint.dataset_items import item_costs
 from pitstop.lint.index import FUNCS, MODEL_FACTORY_RE, FuncDef, ImportRef, ModuleIndex
 from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id
+from pitstop.lint.mentions import PATH_HINTS, arch_owners, mentions, top_level_refs
 from pitstop.lint.settings import (
     Setting,
     argparse_settings,
@@ -59,9 +59,9 @@ from pitstop.lint.settings import (
     constructor_settings,
     flag_descriptor,
     module_settings,
-    option_name,
     options_owner,
 )
+from pitstop.lint.switches import SWITCH_LIKE, switch_of
 
 MAX_DEPTH = 5
 TUPLE = "tuple:"  # a tuple display: its elements' descriptors, SEP-separated
@@ -454,9 +454,9 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
     """The summary of one indexed module."""
     d = Describer(index)
     s = ModuleSummary(index.path, imports=tuple(index.imports), facts=dict(index.facts),
-                      arch_owners=_arch_owners(index))
+                      arch_owners=arch_owners(index))
     if s.arch_owners:
-        s.def_refs, s.body_refs = _top_level_refs(index)
+        s.def_refs, s.body_refs = top_level_refs(index)
     handlers, handler_names = repeated_functions(index)
     for fns in index.functions.values():
         for fn in fns:
@@ -522,14 +522,7 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
                                 if desc:
                                     attrs[en[5:]] = desc
         bases = tuple(b for b in (dotted(x) for x in cls.bases) if b)
-        getitem = index.method(cls, "__getitem__")
-        nodes = _item_nodes(index, cls, getitem)
-        trivial = getitem is not None and not any(
-            (isinstance(n, ast.Call) and _loads(n, index, cls)) or isinstance(n, LOOP_NODES)
-            for n in nodes) and not _opens_lazily(index, cls)
-        plain = trivial and not any(isinstance(n, ast.Call) and not _cheap_method(n)
-                                    for n in nodes) and not any(
-            isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) for n in nodes)
+        trivial, plain = item_costs(index, cls)
         s.classes[name] = ClassSummary(name, cls.lineno, bases, tuple(methods), attrs,
                                        name in index.module_classes, trivial, plain,
                                        _conv_bias(index, cls))
@@ -551,86 +544,13 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
         lid = loader_id(call)
         s.loaders[lid] = LoaderSummary(lid, call.func.lineno, _pins(index, call))
     s.callsites = tuple(_callsites(index, d))
-    s.mentions, s.dynamic = _mentions(index)
+    s.mentions, s.dynamic = mentions(index)
     text = index.text
     s.adds_to_path = any(h in text for h in PATH_HINTS) if text else False
     s.script = any(isinstance(stmt, (ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith))
                    or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call))
                    or is_main_guard(stmt) for stmt in index.tree.body)
     return s
-
-
-PATH_HINTS = ("sys.path.insert", "sys.path.append", "sys.path.extend", "sys.path +=",
-              "addsitedir", "_init_paths", "_init_path")
-IDENT_RE = re.compile(r"[A-Za-z_]\w*")
-GETATTR_RE = re.compile(r"getattr\(\s*([A-Za-z_][\w.]*)\s*,\s*(?=[^'\"\s])")
-DICT_RE = re.compile(r"([A-Za-z_][\w.]*)$")
-ANY_EVAL_RE = re.compile(r"(?<![\w.])(?:eval|exec)\(")
-
-
-def _arch_owners(index: ModuleIndex) -> dict[str, tuple[str, ...]]:
-    """Where the module's architecture facts are seen (see ``ModuleSummary.arch_owners``)."""
-    if not index.arch_lines:
-        return {}
-    spans = [(d.lineno, d.end_lineno or d.lineno, d.name) for d in index.tree.body
-             if isinstance(d, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-             and not d.decorator_list]
-    out: dict[str, tuple[str, ...]] = {}
-    for fact, lines in index.arch_lines.items():
-        owners = {next((name for lo, hi, name in spans if lo <= line <= hi), "")
-                  for line in lines}
-        out[fact] = tuple(sorted(owners))
-    return out
-
-
-def _top_level_refs(index: ModuleIndex) -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
-    """For each top-level class and function, the module's other top-level definitions its
-    text names; and those named outside any of them (the module's body, decorators)."""
-    if not index.text:
-        return {}, ()  # (no source lines to match: every definition counts as reached)
-    lines = index.text.splitlines()
-    defs = [d for d in index.tree.body
-            if isinstance(d, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
-    names = {d.name for d in defs}
-    refs: dict[str, tuple[str, ...]] = {}
-    inside = [False] * (len(lines) + 2)
-    for d in defs:
-        end = d.end_lineno or d.lineno
-        text = "\n".join(lines[d.lineno - 1:end])
-        refs[d.name] = tuple(sorted((set(IDENT_RE.findall(text)) & names) - {d.name}))
-        for i in range(d.lineno, end + 1):
-            inside[i] = True
-    body = "\n".join(line for i, line in enumerate(lines, 1) if not inside[i])
-    return refs, tuple(sorted(set(IDENT_RE.findall(body)) & names))
-
-
-def _mentions(index: ModuleIndex) -> tuple[str, frozenset[str]]:
-    """The identifiers the module's text mentions more often than it defines them, and
-    the modules it looks names up in at run time (`getattr(trainers, name)`)."""
-    text = index.text or ast.unparse(index.tree)  # (callers pass the text: unparse is slow)
-    counts = Counter(IDENT_RE.findall(text))
-    # (where a top-level class or function is defined is no use of it; nor is a class
-    # naming itself in `super(Trainer, self)`)
-    for node in index.tree.body:
-        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            counts[node.name] -= 1 + (text.count(f"super({node.name},")
-                                      if isinstance(node, ast.ClassDef) else 0)
-    mentions = " ".join(k for k, c in counts.items() if c > 0)
-    dynamic: set[str] = set()
-    if "getattr(" in text:  # `getattr(trainers, name)`: a name chosen at run time
-        dynamic.update(m.group(1).rsplit(".", 1)[-1] for m in GETATTR_RE.finditer(text))
-    at = text.find(".__dict__[")
-    while at >= 0:  # `models.__dict__[args.arch]`
-        m = DICT_RE.search(text, max(0, at - 80), at)
-        if m is not None:
-            dynamic.add(m.group(1).rsplit(".", 1)[-1])
-        at = text.find(".__dict__[", at + 1)
-    if "globals()" in text or "sys.modules[" in text or "locals()[" in text or (
-            ("eval(" in text or "exec(" in text) and ANY_EVAL_RE.search(text)):
-        dynamic.add("globals")  # any name of any module may be the one picked
-    if "import_module(" in text:
-        dynamic.add("import_module")
-    return mentions, frozenset(dynamic)
 
 
 # Calls that take a function and run it many times: ignite's `Engine(step)`,
@@ -685,9 +605,9 @@ def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
         ctor = name.rsplit(".", 1)[-1][:1].isupper()
         on = tuple([i if not how else f"#{i}@{how}" for i, a in enumerate(call.args)
                     if ctor or isinstance(a, SWITCH_LIKE)
-                    for how in [_switch(index, scope, a)] if how is not None]
+                    for how in [switch_of(index, scope, a)] if how is not None]
                    + [k.arg if not how else f"{k.arg}@{how}" for k in call.keywords
-                      if k.arg for how in [_switch(index, scope, k.value)] if how is not None])
+                      if k.arg for how in [switch_of(index, scope, k.value)] if how is not None])
         star = any(isinstance(a, ast.Starred) for a in call.args) or any(
             k.arg is None for k in call.keywords)
         if not any(args) and not kwargs and not in_loop and not on and not star:
@@ -695,67 +615,6 @@ def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
         caller = index.qualname_of(scope) if scope is not None else ""
         out.append(CallSite(callee, caller, args, kwargs, call.lineno, in_loop, on, star))
     return out
-
-
-def _off_literal(node: ast.AST | None) -> bool:
-    """`False`, `None`, `0`: an argument that leaves a switch off."""
-    return isinstance(node, ast.Constant) and node.value in (False, None, 0) \
-        and not isinstance(node.value, str)
-
-
-def _off_value(index: ModuleIndex, scope: FuncDef | None, node: ast.AST) -> bool:
-    """An off literal, or a name every assignment of which (in the function, else at
-    the top of the module) is one: `focal_loss = False` ... `Loss(focal_loss=focal_loss)`."""
-    if _off_literal(node):
-        return True
-    if not isinstance(node, ast.Name):
-        return False
-    for owner in (scope, None):
-        assigns = index.scoped_assigns.get((owner, node.id))
-        if assigns:
-            return all(_off_literal(a.value) for a in assigns)
-        if owner is None:
-            break
-    return False
-
-
-# Positional arguments of a function call that may be a switch (`train(model, True)`,
-# `run(loader, args.fp16)`); a constructor's count whatever they are.
-SWITCH_LIKE = (ast.Constant, ast.Name, ast.Attribute, ast.BoolOp, ast.UnaryOp, ast.Compare)
-
-
-def _switch(index: ModuleIndex, scope: FuncDef | None, node: ast.AST, depth: int = 0
-            ) -> str | None:
-    """What a switch argument is: None when off (a False/None/0 literal), "setting:X" when
-    an option decides it (`args.fsdp`, `getattr(args, "fsdp", False) and ...`),
-    "param:F.p" when the caller's own parameter with an off default does, else "" (on)."""
-    if _off_value(index, scope, node):
-        return None
-    if depth > 3:
-        return ""
-    option = option_name(node)
-    if option is not None:
-        return f"setting:{option}"
-    if isinstance(node, ast.Call) and callee_tail(node) == "getattr" and len(node.args) >= 2 \
-            and options_owner(node.args[0]) and isinstance(node.args[1], ast.Constant) \
-            and isinstance(node.args[1].value, str):
-        # (`getattr(args, "fsdp", False)`: off too where no option of that name exists)
-        off = len(node.args) == 3 and _off_literal(node.args[2])
-        return f"setting{'?' if off else ''}:{node.args[1].value}"
-    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
-        parts = [_switch(index, scope, v, depth + 1) for v in node.values]
-        if None in parts:
-            return None
-        return next((p for p in parts if p), "")  # (off whenever that part is)
-    if isinstance(node, ast.Name) and scope is not None:
-        if node.id in {a.arg for a in scope.args.posonlyargs + scope.args.args
-                       + scope.args.kwonlyargs}:
-            return f"param:{index.qualname_of(scope)}.{node.id}" \
-                if param_default(scope, node.id) in (False, None, 0) else ""
-        assigns = index.scoped_assigns.get((scope, node.id), [])
-        if len(assigns) == 1 and assigns[0].value is not None:
-            return _switch(index, scope, assigns[0].value, depth + 1)
-    return ""
 
 
 def _loaderish(d: str | None) -> bool:
@@ -779,106 +638,3 @@ def _places(value: ast.expr | None, name: str) -> bool:
     placer = (dotted(value.func.value) or "").rsplit(".", 1)[-1].lower()
     return ("accelerator" in placer or "fabric" in placer) and any(
         dotted(a) == name for a in value.args)
-
-
-# tensor methods that cost nothing next to loading an item (`self.features[idx].float()`)
-CHEAP_ITEM_METHODS = frozenset({"float", "long", "int", "half", "double", "bool", "byte",
-                                "clone", "view", "reshape", "unsqueeze", "squeeze", "permute",
-                                "contiguous", "flatten", "t"})
-
-
-# What loading an item costs: reading or decoding a file, running transforms, tokenising,
-# Python loops over its parts. Anything else __getitem__ calls (torch.tensor, np.array, a
-# slice of a tensor in memory) is cheap next to the process hops workers would add.
-LOOP_NODES = (ast.For, ast.While, ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp)
-LOADING_RE = re.compile(r"open|read|load|decode|imread|transform|augment|jitter|resize|"
-                        r"token|encode|mask|pad|"
-                        r"crop|wav|audio|image|img|frame|video|fetch|download|get_item|"
-                        r"__getitem__|parse|process|sample_from|collate", re.IGNORECASE)
-LOADING_LIBS = ("PIL.", "cv2.", "librosa.", "torchaudio.", "soundfile.", "imageio.", "h5py.",
-                "json.", "pickle.", "numpy.load", "numpy.fromfile", "lmdb.", "skimage.",
-                "torchvision.io.", "decord.", "av.", "scipy.io.", "pandas.read")
-
-
-CHEAP_BUILTINS = frozenset({"len", "int", "float", "str", "bool", "list", "tuple", "dict", "set",
-                            "range", "min", "max", "abs", "round", "zip", "enumerate", "sorted",
-                            "isinstance", "getattr", "hasattr", "slice", "sum", "any", "all",
-                            "reversed", "map", "iter", "next", "super", "type"})
-CHEAP_LIBS = ("torch.", "numpy.", "math.", "random.", "builtins.")
-
-
-# Storage an index reads from disk (`self.data = h5py.File(p)["data"]`, a memory map): a
-# Dataset holding one loads each item when it is indexed.
-LAZY_STORES = ("h5py.", "lmdb.", "zarr.", "numpy.memmap", "tables.open_file")
-
-
-def _opens_lazily(index: ModuleIndex, cls: ast.ClassDef) -> bool:
-    init = index.method(cls, "__init__")
-    if init is None:
-        return False
-    for n in ast.walk(init):
-        if isinstance(n, ast.Call):
-            qn = qualname(n.func, index.aliases) or ""
-            if qn.startswith(LAZY_STORES) or (qn == "numpy.load" and any(
-                    k.arg == "mmap_mode" for k in n.keywords)):
-                return True
-    return False
-
-
-def _item_nodes(index: ModuleIndex, cls: ast.ClassDef, getitem: FuncDef | None) -> list[ast.AST]:
-    """The nodes of __getitem__ and of the methods of the class it calls (`self._load(i)`)."""
-    if getitem is None:
-        return []
-    out: list[ast.AST] = []
-    todo, seen = [getitem], {getitem}
-    while todo and len(seen) < 8:
-        fn = todo.pop()
-        stack: list[ast.AST] = list(fn.body)
-        while stack:
-            n = stack.pop()
-            if isinstance(n, ast.Raise):
-                continue  # (`raise ValueError(f"bad split {name}")`: no item is built)
-            stack.extend(ast.iter_child_nodes(n))
-            out.append(n)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
-                    and isinstance(n.func.value, ast.Name) and n.func.value.id == "self":
-                m = index.method(cls, n.func.attr)
-                if m is not None and m not in seen:
-                    seen.add(m)
-                    todo.append(m)
-    return out
-
-
-def _loads(call: ast.Call, index: ModuleIndex, cls: ast.ClassDef) -> bool:
-    """Does this call read, decode or transform data (not a method of the class: its body
-    is looked at instead)?"""
-    func = call.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-            and func.value.id == "self" and index.method(cls, func.attr) is not None:
-        return False  # a method of its own, walked by _item_nodes
-    name = dotted(func) or ""
-    if LOADING_RE.search(name.rsplit(".", 1)[-1]) or (
-            isinstance(func, ast.Attribute) and LOADING_RE.search(dotted(func.value) or "")):
-        return True
-    qn = qualname(func, index.aliases) or ""
-    if qn.startswith(LOADING_LIBS) or name == "open":
-        return True
-    if isinstance(func, ast.Name):
-        # a helper of the program or of a package (`compute_fbank(path)`): costly unless
-        # a builtin or a torch / NumPy constructor
-        return func.id not in CHEAP_BUILTINS and not qn.startswith(CHEAP_LIBS)
-    # `self.aug(image=x)`: a callable object the dataset holds (a transform)
-    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
-        and func.value.id == "self"
-
-
-def _cheap_method(call: ast.Call) -> bool:
-    """A dtype/shape method of an attribute's item (`self.x[i].float()`): no loading."""
-    func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr not in CHEAP_ITEM_METHODS:
-        return False
-    inner = func.value
-    while isinstance(inner, (ast.Subscript, ast.Attribute)):
-        inner = inner.value
-    return isinstance(inner, ast.Name) and inner.id == "self" and not any(
-        isinstance(a, ast.Call) for a in call.args)
