@@ -1401,3 +1401,52 @@ def test_fix_leaves_pre_37_files_alone(tmp_path, pitstop_cli):
     assert "internal error" not in r.stderr and "Traceback" not in r.stderr
     assert "not fixed" in r.stderr
     assert (tmp_path / "train.py").read_text() == legacy.lstrip("\n")
+
+
+CONDITIONAL_READS = """
+import numpy as np
+import torch
+from torch import nn
+
+
+def generate_binomial_mask(B, T, p=0.5):
+    return torch.from_numpy(np.random.binomial(1, p, size=(B, T))).to(torch.bool)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        mask = generate_binomial_mask(x.size(0), x.size(1)).to(x.device)
+        return self.fc(x) * mask.unsqueeze(-1)
+
+
+def evaluate(model, loader):
+    model.eval()
+    hits = 0
+    with torch.no_grad():
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            pred = model(x).argmax(-1)
+            hits += sum([1 if pred[j] == y[j] else 0 for j in range(len(y))])
+            kept = [p for p in model(x).max(-1).values if p > 0.5]
+    return hits
+"""
+
+
+def test_conditions_inside_expressions_and_random_masks_from_numpy(tmp_path):
+    train = MASKED_TRAIN.replace("from mae import Autoencoder",
+                                 "from enc import Encoder as Autoencoder, evaluate").replace(
+        "            opt.step()\n", "            opt.step()\n        evaluate(model, loader)\n")
+    assert "evaluate(model, loader)" in train
+    run = program(tmp_path, {"enc.py": CONDITIONAL_READS, "train.py": train})
+    got = found(run)
+    # `1 if pred[j] == y[j] else 0` and a comprehension's `if p > 0.5` read GPU booleans
+    assert ("enc.py", line_of(CONDITIONAL_READS, "hits += sum([1 if pred[j]"), "LT001") in got
+    assert ("enc.py", line_of(CONDITIONAL_READS, "kept = [p for p in"), "LT001") in got
+    # a NumPy random draw made on the host and uploaded in every forward (torch's own
+    # generator could draw it on the device)
+    assert ("enc.py", line_of(CONDITIONAL_READS, "mask = generate_binomial_mask("), "LT012") \
+        in got

@@ -57,7 +57,8 @@ MEASURE_RE = re.compile(r"profil|bench|throughput|timing|measure|speed_test|late
                         re.IGNORECASE)
 # The node types the per-batch rules look at (the others are walked through, not shown).
 RULE_NODES = frozenset({ast.Call, ast.FormattedValue, ast.Subscript, ast.BinOp, ast.If,
-                        ast.While, ast.Assert, ast.Slice})
+                        ast.While, ast.Assert, ast.Slice, ast.IfExp, ast.ListComp, ast.SetComp,
+                        ast.GeneratorExp, ast.DictComp})
 
 
 @dataclass(frozen=True)

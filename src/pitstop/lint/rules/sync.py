@@ -245,6 +245,15 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         if isinstance(node.op, ast.Mod) and stringish(node.left) and _gpu(ctx, node.right, st):
             _report(ctx, node, st, "formats a GPU tensor into a string with `%`, copying it "
                     "to the host", "format")
+    elif isinstance(node, ast.IfExp):
+        if ctx.kind(node.test, st) in (GPU, MASK) and not _optional_check(ctx, node.test):
+            _report(ctx, node.test, st, "is a GPU tensor used as the condition of `a if c else "
+                    "b`, which needs its value on the host", "control-flow")
+    elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        for cond in (c for gen in node.generators for c in gen.ifs):
+            if ctx.kind(cond, st) in (GPU, MASK):  # `[x for x in xs if score > t]`
+                _report(ctx, cond, st, "is a GPU tensor used as a comprehension's `if`, which "
+                        "needs its value on the host", "control-flow")
     elif isinstance(node, (ast.If, ast.While, ast.Assert)):
         if _optional_check(ctx, node.test):
             return

@@ -112,11 +112,18 @@ def _creator(ctx: ModuleContext, node: ast.AST, st: State | None = None) -> ast.
         if qn.startswith("torch.") and tail in _COMPUTED_FROM and node.args:
             node = node.args[0]  # `torch.exp(torch.arange(n) * -k)`: computed on the CPU too
             continue
-        if isinstance(node.func, ast.Attribute) and tail in _PASS_THROUGH:
-            node = node.func.value
+        if isinstance(node.func, ast.Attribute) and (tail in _PASS_THROUGH or (
+                tail == "to" and len(node.args) == 1 and not node.keywords
+                and (qualname(node.args[0], ctx.aliases) or "").rsplit(".", 1)[-1] in TORCH_DTYPES
+                and (qualname(node.args[0], ctx.aliases) or "").startswith("torch."))):
+            node = node.func.value  # (`.to(torch.bool)`: a dtype, the tensor stays put)
             continue
         return None
     return None
+
+
+TORCH_DTYPES = frozenset({"bool", "float", "float32", "float64", "float16", "bfloat16", "half",
+                          "double", "long", "int", "int64", "int32", "int16", "int8", "uint8"})
 
 
 # NumPy constructors of data that a torch factory builds as well (on the GPU, with `device=`)
@@ -147,6 +154,9 @@ def _numpy_upload_avoidable(ctx: ModuleContext, node: ast.AST, st: State | None)
     if _numpy_constant(ctx, node):
         return True
     batch = st.batch if st is not None else set()
+    if isinstance(node, ast.Call) and (qualname(node.func, ctx.aliases) or "").startswith(
+            "numpy.random."):
+        return True  # `torch.from_numpy(np.random.binomial(1, p, (B, T)))`: a GPU draw would do
     while True:  # `cls_weights[None].astype(np.float32)`: the array it is a view of
         if isinstance(node, (ast.Subscript, ast.Attribute)):
             node = node.value
