@@ -1450,3 +1450,58 @@ def test_conditions_inside_expressions_and_random_masks_from_numpy(tmp_path):
     # generator could draw it on the device)
     assert ("enc.py", line_of(CONDITIONAL_READS, "mask = generate_binomial_mask("), "LT012") \
         in got
+
+
+RESUMED = """
+import torch
+from tqdm import tqdm
+
+
+def train(opt, params, model, optimizer, training_generator, step=0):
+    num_iter_per_epoch = len(training_generator)
+    if params.num_gpus > 0:
+        model = model.cuda()
+    for epoch in range(opt.num_epochs):
+        last_epoch = step // num_iter_per_epoch
+        progress_bar = tqdm(training_generator)
+        for iter, data in enumerate(progress_bar):
+            if iter < step - last_epoch * num_iter_per_epoch:
+                progress_bar.update()
+                continue
+            imgs = data["img"]
+            if params.num_gpus == 1:
+                imgs = imgs.cuda()
+            optimizer.zero_grad()
+            loss = model(imgs).mean()
+            loss.backward()
+            optimizer.step()
+            print(loss.item())
+            step += 1
+
+
+def check(dtype, image):
+    if dtype == torch.float16:
+        return image.numpy().astype("float16")
+    return image
+"""
+
+
+def test_a_resumed_run_skips_its_first_iterations_once(tmp_path):
+    run = program(tmp_path, {"train.py": RESUMED})
+    got = found(run)
+    # `if iter < resume_at: continue` skips ahead once: the rest runs on every iteration
+    assert ("train.py", line_of(RESUMED, "print(loss.item())"), "LT001") in got
+    # `dtype == torch.float16` asks about a dtype and lowers no precision: fp32 training
+    assert any(code == "LT006" for _, _, code in got)
+
+
+def test_a_copy_under_a_setup_switch_runs_every_iteration(tmp_path):
+    src = RESUMED.replace("def train(opt, params, model, optimizer, training_generator, step=0):",
+                          "def train(opt, params, model, optimizer, training_generator, step=0):\n"
+                          "    training_generator = torch.utils.data.DataLoader(\n"
+                          "        training_generator, batch_size=8, num_workers=2,\n"
+                          "        persistent_workers=True)")
+    run = program(tmp_path, {"train.py": src})
+    # the batch moved under `if params.num_gpus == 1:` goes to the GPU every step: the
+    # loader should pin it
+    assert any(code == "LT003" for _, _, code in found(run))

@@ -75,7 +75,7 @@ _KIND: dict[type, str] = {
     ast.AsyncWith: "with", ast.FunctionDef: "func", ast.AsyncFunctionDef: "func",
     ast.ClassDef: "class", ast.Import: "import", ast.ImportFrom: "importfrom",
     ast.List: "list", ast.Dict: "dict", ast.Return: "return", ast.Yield: "yield", ast.YieldFrom: "yield",
-    ast.BinOp: "binop",
+    ast.BinOp: "binop", ast.Compare: "compare",
 }
 # Fields never worth descending into (operators, contexts, plain strings and ints).
 _SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "type_ignores", "id",
@@ -245,6 +245,7 @@ class ModuleIndex:
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 self._import(stmt)
         self._heavy_calls: list[tuple[str, int]] = []
+        self._compared: set[int] = set()  # the sides of comparisons seen (their ids)
         self._seed_calls: list[ast.Call] = []
         if light:
             self._walk_statements(tree.body, None, None, None)
@@ -418,6 +419,9 @@ class ModuleIndex:
             elif kind == "yield":
                 if owner is not None:
                     self.yields.setdefault(owner, []).append(node)  # type: ignore[arg-type]
+            elif kind == "compare":  # `if dtype == torch.float16:` asks, sets nothing
+                cmp: ast.Compare = node  # type: ignore[assignment]
+                self._compared.update(id(x) for x in (cmp.left, *cmp.comparators))
             elif kind == "binop":
                 if isinstance(node.op, ast.MatMult):  # type: ignore[attr-defined]
                     self.matmul_binops += 1
@@ -550,7 +554,8 @@ class ModuleIndex:
         facts = self.facts
         if attr in {"autocast", "bfloat16", "float16", "half"} and not (
                 isinstance(node.value, ast.Name)
-                and self.aliases.get(node.value.id, "").startswith("numpy")):
+                and self.aliases.get(node.value.id, "").startswith("numpy")) \
+                and id(node) not in self._compared:
             # (`np.float16`: host arrays, no GPU precision)
             # (a GradScaler alone lowers no precision: without autocast it scales an fp32 loss)
             facts.setdefault("reduced_precision", node.lineno)

@@ -61,6 +61,8 @@ RARE_NAME_RE = re.compile(
 # the code under it is the common path, not an opt-in.
 DEVICE_FLAG_RE = re.compile(r"^(use_?|with_?|on_?|enable_?|run_on_)?(gpus?|cuda|accel|"
                             r"accelerator|device)(_?(enabled|available|on))?$", re.IGNORECASE)
+# Counts that say how a run is set up, not where an iteration is (`n_gpu == 1`).
+SETUP_NAME_RE = re.compile(r"gpu|world|device|proc|node|worker", re.IGNORECASE)
 LASTISH_RE = re.compile(r"last|final|end|max|total|num_|n_|len|steps|epochs|iters", re.IGNORECASE)
 # A modulus that is the gradient-accumulation period: its `== 0` branch is the optimizer
 # step, which runs every step, not rarely.
@@ -370,6 +372,9 @@ class LoopModel:
                 if ctx.gpu_program and any(isinstance(s, ast.Constant) and s.value == "cpu"
                                            for s in sides):
                     return "rare"  # `if mode == "cpu":` a fallback off the GPU path
+                if any(option_name(s) is not None or SETUP_NAME_RE.search(
+                        (dotted(s) or "").rsplit(".", 1)[-1]) for s in sides):
+                    return None  # `if params.num_gpus == 1:`: how the run is set up
                 for s in sides:
                     if isinstance(s, ast.Constant) and isinstance(s.value, int):
                         return "rare"
@@ -465,6 +470,9 @@ class LoopModel:
             from pitstop.lint.values import GPU, MASK
 
             sides = [test.left, test.comparators[0]]
+            if isinstance(test.ops[0], (ast.Lt, ast.LtE)) and isinstance(test.left, ast.Name) \
+                    and test.left.id == _loop_index(st):
+                return False  # `if iter < resume_at: continue`: skips the first iterations once
             return all(self.ctx.values.kind(s, st) not in (GPU, MASK) for s in sides) and any(
                 isinstance(s, ast.BinOp) for s in sides)
         return False
@@ -633,6 +641,16 @@ class LoopModel:
 MODEL_HOUSEKEEPING = frozenset({"parameters", "train", "eval", "state_dict", "to", "cuda",
                                 "zero_grad", "named_parameters", "apply",
                                 "register_forward_hook", "load_state_dict", "modules", "cpu"})
+
+
+def _loop_index(st: State) -> str | None:
+    """The counter of the hot loop: `i` of `for i, batch in enumerate(loader):`."""
+    loop = st.hot.node if st.hot is not None else None
+    if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.target, ast.Tuple) \
+            and loop.target.elts and isinstance(loop.target.elts[0], ast.Name) \
+            and isinstance(loop.iter, ast.Call) and callee_tail(loop.iter) == "enumerate":
+        return loop.target.elts[0].id
+    return None
 
 
 def is_env_step(node: ast.AST) -> bool:
