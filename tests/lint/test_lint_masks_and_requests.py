@@ -1505,3 +1505,38 @@ def test_a_copy_under_a_setup_switch_runs_every_iteration(tmp_path):
     # the batch moved under `if params.num_gpus == 1:` goes to the GPU every step: the
     # loader should pin it
     assert any(code == "LT003" for _, _, code in found(run))
+
+
+LOSS_DICT = """
+import torch
+from torch import nn
+
+
+class LossComputer:
+    def __init__(self, weight):
+        self.weight = weight
+
+    def compute(self, pred, target):
+        losses = {}
+        losses["l1"] = (pred - target).abs().mean()
+        losses["total"] = losses["l1"] * self.weight
+        return losses
+
+
+def train(model, loader, opt):
+    model = model.cuda()
+    computer = LossComputer(2.0)
+    for epoch in range(10):
+        for x, y in loader:
+            losses = computer.compute(model(x.cuda()), y.cuda())
+            opt.zero_grad()
+            losses["total"].backward()
+            opt.step()
+            print(losses["total"].item())
+"""
+
+
+def test_a_dict_of_losses_filled_item_by_item_in_a_helper(tmp_path):
+    run = program(tmp_path, {"train.py": LOSS_DICT})
+    assert ("train.py", line_of(LOSS_DICT, 'print(losses["total"].item())'), "LT001") \
+        in found(run, "LT001")

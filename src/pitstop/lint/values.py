@@ -354,7 +354,9 @@ class ValueModel:
                     return f"{inner}{PLACED}"
                 return inner
             if recv is not None and recv.startswith("obj@"):
-                return None
+                # a method of an object of the program: what it returns, where known
+                # (`losses = computer.compute(pred, y)`, a dict of GPU losses)
+                return self.return_kind_of_call(node, st) if st.per_batch else None
             if tail in COLLECTIVES and node.args and any(
                     self.kind(a, st) in (GPU, MASK, DERIVED) for a in node.args
                     if not isinstance(a, ast.Starred)):
@@ -595,12 +597,18 @@ class ValueModel:
 
         sub = State(env=dict(env), depth=depth, func=fn)
         steps = sorted((n for n in iter_shallow(fn.body, into_loops=True)
-                        if isinstance(n, (ast.Assign, ast.Call))),
+                        if isinstance(n, (ast.Assign, ast.AugAssign, ast.Call))),
                        key=lambda n: (n.lineno, n.col_offset))
         for n in steps:
+            if isinstance(n, (ast.Assign, ast.AugAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                for t in targets:  # `losses["total"] += loss`: a dict of GPU losses
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
+                            and self.kind(n.value, sub) in (GPU, MASK):
+                        sub.env[t.value.id] = GPU
             if isinstance(n, ast.Assign):
                 self.bind(n.targets, n.value, sub)
-            elif callee_tail(n) == "append" and len(n.args) == 1 \
+            elif isinstance(n, ast.Call) and callee_tail(n) == "append" and len(n.args) == 1 \
                     and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
                     and (self.kind(n.args[0], sub) == GPU or self.tuple_has_gpu(n.args[0], sub)):
                 sub.env[n.func.value.id] = GPU  # its items are GPU tensors
