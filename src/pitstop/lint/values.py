@@ -599,12 +599,14 @@ class ValueModel:
         steps = sorted((n for n in iter_shallow(fn.body, into_loops=True)
                         if isinstance(n, (ast.Assign, ast.AugAssign, ast.Call))),
                        key=lambda n: (n.lineno, n.col_offset))
+        fresh = {t.id for n in steps if isinstance(n, ast.Assign) and _empty_dict(n.value)
+                 for t in n.targets if isinstance(t, ast.Name)}
         for n in steps:
-            if isinstance(n, (ast.Assign, ast.AugAssign)):
+            if isinstance(n, (ast.Assign, ast.AugAssign)) and fresh:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                for t in targets:  # `losses["total"] += loss`: a dict of GPU losses
+                for t in targets:  # `losses = {}` ... `losses["total"] += loss`: GPU losses
                     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) \
-                            and self.kind(n.value, sub) in (GPU, MASK):
+                            and t.value.id in fresh and self.kind(n.value, sub) in (GPU, MASK):
                         sub.env[t.value.id] = GPU
             if isinstance(n, ast.Assign):
                 self.bind(n.targets, n.value, sub)
@@ -878,6 +880,15 @@ def _is_self_module(value: ast.expr | None) -> bool:
     """`sys.modules[__name__]`: the module itself."""
     return isinstance(value, ast.Subscript) and dotted(value.value) == "sys.modules" and \
         isinstance(value.slice, ast.Name) and value.slice.id == "__name__"
+
+
+def _empty_dict(node: ast.expr) -> bool:
+    """`{}`, `dict()`, `defaultdict(float)`, `OrderedDict()`: a new, empty mapping."""
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    return isinstance(node, ast.Call) and callee_tail(node) in {
+        "dict", "defaultdict", "OrderedDict"} and not node.keywords and (
+            callee_tail(node) == "defaultdict" or not node.args)
 
 
 def class_name(name: str) -> bool:
