@@ -1540,3 +1540,30 @@ def test_a_dict_of_losses_filled_item_by_item_in_a_helper(tmp_path):
     run = program(tmp_path, {"train.py": LOSS_DICT})
     assert ("train.py", line_of(LOSS_DICT, 'print(losses["total"].item())'), "LT001") \
         in found(run, "LT001")
+
+
+PRECISION_FROM_CONFIG = """
+import torch
+
+
+class Recipe:
+    def __init__(self, cfg, model):
+        self._dtype = getattr(torch, cfg.dtype)
+        self.model = model.to(device="cuda", dtype=self._dtype)
+        self.opt = torch.optim.AdamW(self.model.parameters())
+
+    def train(self, loader):
+        for epoch in range(3):
+            for batch in loader:
+                loss = self.model(batch.cuda()).mean()
+                if self._dtype == torch.bfloat16:
+                    loss = loss.float()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+"""
+
+
+def test_a_precision_chosen_by_the_config_is_not_called_fp32(tmp_path):
+    # `self._dtype == torch.bfloat16` asks about a setting that a config file decides
+    assert not found(program(tmp_path, {"recipe.py": PRECISION_FROM_CONFIG}), "LT006")

@@ -245,7 +245,9 @@ class ModuleIndex:
             if isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 self._import(stmt)
         self._heavy_calls: list[tuple[str, int]] = []
-        self._compared: set[int] = set()  # the sides of comparisons seen (their ids)
+        # the sides of comparisons seen (their ids): about the data, about a setting
+        self._compared: set[int] = set()
+        self._compared_setting: set[int] = set()
         self._seed_calls: list[ast.Call] = []
         if light:
             self._walk_statements(tree.body, None, None, None)
@@ -421,7 +423,15 @@ class ModuleIndex:
                     self.yields.setdefault(owner, []).append(node)  # type: ignore[arg-type]
             elif kind == "compare":  # `if dtype == torch.float16:` asks, sets nothing
                 cmp: ast.Compare = node  # type: ignore[assignment]
-                self._compared.update(id(x) for x in (cmp.left, *cmp.comparators))
+                sides = (cmp.left, *cmp.comparators)
+                # (of a tensor's dtype, or a parameter: a question about the data; of a
+                # setting, `self._dtype`: the precision is chosen elsewhere)
+                params = {a.arg for a in owner.args.posonlyargs + owner.args.args
+                          + owner.args.kwonlyargs} if owner is not None else set()
+                asks_data = any((isinstance(x, ast.Attribute) and x.attr == "dtype")
+                                or (isinstance(x, ast.Name) and x.id in params) for x in sides)
+                (self._compared if asks_data else self._compared_setting).update(
+                    id(x) for x in sides)
             elif kind == "binop":
                 if isinstance(node.op, ast.MatMult):  # type: ignore[attr-defined]
                     self.matmul_binops += 1
@@ -554,11 +564,15 @@ class ModuleIndex:
         facts = self.facts
         if attr in {"autocast", "bfloat16", "float16", "half"} and not (
                 isinstance(node.value, ast.Name)
-                and self.aliases.get(node.value.id, "").startswith("numpy")) \
-                and id(node) not in self._compared:
+                and self.aliases.get(node.value.id, "").startswith("numpy")):
             # (`np.float16`: host arrays, no GPU precision)
             # (a GradScaler alone lowers no precision: without autocast it scales an fp32 loss)
-            facts.setdefault("reduced_precision", node.lineno)
+            # (`if self._dtype == torch.bfloat16:` sets nothing, but says the precision is
+            # chosen elsewhere: a config file, an option)
+            if id(node) in self._compared_setting:
+                facts.setdefault("precision_external", node.lineno)
+            elif id(node) not in self._compared:
+                facts.setdefault("reduced_precision", node.lineno)
         elif attr in {"no_sync", "require_backward_grad_sync", "accumulate"}:
             # (`with accelerator.accumulate(model):` skips the sync on micro-steps)
             facts.setdefault("ddp_sync_control", node.lineno)
