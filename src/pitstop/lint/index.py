@@ -151,6 +151,7 @@ TEXT_FACTS: dict[str, tuple[str, ...]] = {
     "uses_ddp": ("DistributedDataParallel", "FullyShardedDataParallel", "DDP("),
     "ddp_sync_control": ("no_sync", "require_backward_grad_sync"),
 }
+_LOW_PRECISION = frozenset({"autocast", "bfloat16", "float16", "half"})
 ARCH_FACTS = frozenset({"has_conv", "image_conv", "has_linear", "has_embedding", "has_rnn",
                         "matmul_heavy"})
 
@@ -424,14 +425,17 @@ class ModuleIndex:
             elif kind == "compare":  # `if dtype == torch.float16:` asks, sets nothing
                 cmp: ast.Compare = node  # type: ignore[assignment]
                 sides = (cmp.left, *cmp.comparators)
-                # (of a tensor's dtype, or a parameter: a question about the data; of a
-                # setting, `self._dtype`: the precision is chosen elsewhere)
-                params = {a.arg for a in owner.args.posonlyargs + owner.args.args
-                          + owner.args.kwonlyargs} if owner is not None else set()
-                asks_data = any((isinstance(x, ast.Attribute) and x.attr == "dtype")
-                                or (isinstance(x, ast.Name) and x.id in params) for x in sides)
-                (self._compared if asks_data else self._compared_setting).update(
-                    id(x) for x in sides)
+                if any(type(x) is ast.Attribute and x.attr in _LOW_PRECISION
+                       for x in sides):
+                    # (of a tensor's dtype, or a parameter: a question about the data; of a
+                    # setting, `self._dtype`: the precision is chosen elsewhere)
+                    params = {a.arg for a in owner.args.posonlyargs + owner.args.args
+                              + owner.args.kwonlyargs} if owner is not None else set()
+                    asks_data = any((isinstance(x, ast.Attribute) and x.attr == "dtype")
+                                    or (isinstance(x, ast.Name) and x.id in params)
+                                    for x in sides)
+                    (self._compared if asks_data else self._compared_setting).update(
+                        id(x) for x in sides)
             elif kind == "binop":
                 if isinstance(node.op, ast.MatMult):  # type: ignore[attr-defined]
                     self.matmul_binops += 1

@@ -604,7 +604,8 @@ def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
         # what decides them when an option or a parameter does: `use_x=args.use_x`)
         ctor = name.rsplit(".", 1)[-1][:1].isupper()
         on = tuple([i if not how else f"#{i}@{how}" for i, a in enumerate(call.args)
-                    if ctor or isinstance(a, SWITCH_LIKE)
+                    if ctor or (isinstance(a, SWITCH_LIKE) and not (
+                        isinstance(a, ast.Name) and a.id in {"self", "cls"}))
                     for how in [switch_of(index, scope, a)] if how is not None]
                    + [k.arg if not how else f"{k.arg}@{how}" for k in call.keywords
                       if k.arg for how in [switch_of(index, scope, k.value)] if how is not None])

@@ -44,6 +44,18 @@ def switch_of(index: ModuleIndex, scope: FuncDef | None, node: ast.AST, depth: i
     """What a switch argument is: None when off (a False/None/0 literal), "setting:X" when
     an option decides it (`args.fsdp`, `getattr(args, "fsdp", False) and ...`),
     "param:F.p" when the caller's own parameter with an off default does, else "" (on)."""
+    if isinstance(node, ast.Name):  # (the same names come back call after call)
+        memo: dict[tuple[int, str], str | None] = index.__dict__.setdefault("_switch_memo", {})
+        key = (id(scope), node.id)
+        if key not in memo:
+            memo[key] = None  # (a name assigned from itself ends here)
+            memo[key] = _switch_uncached(index, scope, node, depth)
+        return memo[key]
+    return _switch_uncached(index, scope, node, depth)
+
+
+def _switch_uncached(index: ModuleIndex, scope: FuncDef | None, node: ast.AST, depth: int
+                     ) -> str | None:
     if off_value(index, scope, node):
         return None
     if depth > 3:
