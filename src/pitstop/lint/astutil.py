@@ -216,6 +216,19 @@ def iter_shallow(stmts: list[ast.stmt], *, into_loops: bool) -> Iterator[ast.AST
                 push(child)
 
 
+def param_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[str]:
+    """Every named parameter of ``fn`` (positional and keyword-only; not `*args`/`**kw`)."""
+    a = fn.args
+    return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+
+
+def move_target(call: ast.Call) -> ast.expr | None:
+    """Where `x.to(...)` moves ``x``: its `device=` or first argument (a device, a dtype or
+    another tensor), or None."""
+    dev = kwarg(call, "device")
+    return dev.value if dev is not None else (call.args[0] if call.args else None)
+
+
 def param_default(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> object:
     """The literal default of parameter ``name`` of ``fn`` (``"?"``: none, or not a literal)."""
     args = fn.args

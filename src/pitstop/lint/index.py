@@ -19,6 +19,7 @@ from pitstop.lint.astutil import (
     dotted,
     last_name,
     param_default,
+    param_names,
     qualname,
     target_names,
 )
@@ -156,13 +157,21 @@ ARCH_FACTS = frozenset({"has_conv", "image_conv", "has_linear", "has_embedding",
                         "matmul_heavy"})
 
 
-def _finds(text: str, needle: str) -> list[int]:
-    """Every offset of ``needle`` in ``text``."""
-    out, at = [], text.find(needle)
-    while at >= 0:
-        out.append(at)
-        at = text.find(needle, at + 1)
-    return out
+def _lines_of(text: str, needles: tuple[str, ...]) -> list[int]:
+    """The line of every place one of ``needles`` occurs in ``text``, in order (the
+    newlines are counted once, not again from the top for each place)."""
+    offsets = []
+    for needle in needles:
+        at = text.find(needle)
+        while at >= 0:
+            offsets.append(at)
+            at = text.find(needle, at + 1)
+    lines, line, last = [], 1, 0
+    for at in sorted(offsets):
+        line += text.count("\n", last, at)
+        last = at
+        lines.append(line)
+    return lines
 
 
 TEXT_ORIGINS = re.compile(r"\.cuda\(|['\"]cuda(:\d+)?['\"]|torch\.accelerator")
@@ -429,8 +438,7 @@ class ModuleIndex:
                        for x in sides):
                     # (of a tensor's dtype, or a parameter: a question about the data; of a
                     # setting, `self._dtype`: the precision is chosen elsewhere)
-                    params = {a.arg for a in owner.args.posonlyargs + owner.args.args
-                              + owner.args.kwonlyargs} if owner is not None else set()
+                    params = set(param_names(owner)) if owner is not None else set()
                     asks_data = any((isinstance(x, ast.Attribute) and x.attr == "dtype")
                                     or (isinstance(x, ast.Name) and x.id in params)
                                     for x in sides)
@@ -542,8 +550,7 @@ class ModuleIndex:
                     fact = _determinism_fact_in_text(text, at)
                 self.facts.setdefault(fact, text.count("\n", 0, at) + 1)
                 if fact in ARCH_FACTS:  # (every place: see `arch_lines`)
-                    self.arch_lines[fact] = sorted(
-                        text.count("\n", 0, i) + 1 for n in needles for i in _finds(text, n))
+                    self.arch_lines[fact] = _lines_of(text, needles)
         if "cuda" in text or "accelerator" in text:
             m = TEXT_ORIGINS.search(text)
             if m is not None:

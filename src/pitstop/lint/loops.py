@@ -31,6 +31,7 @@ from pitstop.lint.astutil import (
     iter_shallow,
     last_name,
     param_default,
+    param_names,
     unwrap_iterable,
 )
 from pitstop.lint.index import FuncDef, is_step_call
@@ -224,7 +225,7 @@ class LoopModel:
         if not isinstance(loop, (ast.For, ast.AsyncFor)) or fn is None \
                 or not EVAL_FUNC_RE.search(fn.name):
             return False
-        params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+        params = set(param_names(fn))
         sources = unwrap_iterable(loop.iter)
         if len(sources) != 1 or not isinstance(sources[0], ast.Name) \
                 or sources[0].id not in params or not HANDED_BATCHES_RE.search(sources[0].id):

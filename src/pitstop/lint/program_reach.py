@@ -114,11 +114,16 @@ class ProgramReach:
         entry point, or linted on its own: all of it counts.)"""
         if key not in self.modules or not self.importers_of(key):
             return False
-        mentioned, dynamic, starred = self._mentioned()
+        return name not in self._mentioned()[0] and not self._looked_up_by_value(key)
+
+    def _looked_up_by_value(self, key: str) -> bool:
+        """Does some module of the run pick names of ``key`` at run time (`getattr(models,
+        name)`, a star import then `eval(args.arch)`, `globals()`, `import_module`)?"""
+        _mentioned, dynamic, starred = self._mentioned()
         stem = os.path.splitext(os.path.basename(key))[0]
         folder = os.path.basename(os.path.dirname(key))
-        return not (name in mentioned or stem in dynamic or folder in dynamic or key in starred
-                    or "globals" in dynamic or "import_module" in dynamic)
+        return stem in dynamic or folder in dynamic or key in starred \
+            or "globals" in dynamic or "import_module" in dynamic
 
     def _mentioned(self) -> tuple[set[str], set[str], set[str]]:
         """What the program's modules mention, where they look names up by value, and the
@@ -257,13 +262,8 @@ class ProgramReach:
         if memo_key in self._memo:
             return self._memo[memo_key]
         s = self.modules[key]
-        _mentioned, dynamic, starred = self._mentioned()
-        stem = os.path.splitext(os.path.basename(key))[0]
-        folder = os.path.basename(os.path.dirname(key))
         reached: set[str] | None = None
-        if s.def_refs and self.importers_of(key) and not (
-                stem in dynamic or folder in dynamic or key in starred
-                or "globals" in dynamic or "import_module" in dynamic):
+        if s.def_refs and self.importers_of(key) and not self._looked_up_by_value(key):
             counts = self._mention_counts()
             own = set(s.mentions.split())
             todo = [n for n in s.def_refs if counts.get(n, 0) - (n in own) > 0]

@@ -45,6 +45,7 @@ from pitstop.lint.astutil import (
     is_main_guard,
     kwarg,
     param_default,
+    param_names,
     qualname,
 )
 from pitstop.lint.dataset_items import item_costs
@@ -218,8 +219,7 @@ class Describer:
         self._names: dict[tuple[str, FuncDef | None], str | None] = {}
 
     def params(self, fn: FuncDef) -> list[str]:
-        a = fn.args
-        return [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+        return param_names(fn)
 
     def describe(self, expr: ast.AST | None, scope: FuncDef | None, depth: int = 0) -> str | None:
         if expr is None or depth > MAX_DEPTH:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.astutil import callee_tail, param_default
+from pitstop.lint.astutil import callee_tail, param_default, param_names
 from pitstop.lint.index import FuncDef, ModuleIndex
 from pitstop.lint.settings import option_name, options_owner
 
@@ -75,8 +75,7 @@ def _switch_uncached(index: ModuleIndex, scope: FuncDef | None, node: ast.AST, d
             return None
         return next((p for p in parts if p), "")  # (off whenever that part is)
     if isinstance(node, ast.Name):
-        if scope is not None and node.id in {
-                a.arg for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs}:
+        if scope is not None and node.id in param_names(scope):
             # (on by default: on; else as the caller's callers pass it)
             default = param_default(scope, node.id)
             return f"param:{index.qualname_of(scope)}.{node.id}" \

@@ -24,6 +24,8 @@ from pitstop.lint.astutil import (
     dotted,
     iter_shallow,
     kwarg,
+    move_target,
+    param_names,
     qualname,
     root_name,
     target_names,
@@ -306,8 +308,7 @@ class ValueModel:
         if isinstance(func, ast.Attribute):
             recv = self.kind(func.value, st)
             if tail == "to":
-                dev = kwarg(node, "device")
-                target = dev.value if dev is not None else (node.args[0] if node.args else None)
+                target = move_target(node)
                 dk = ctx.devices.kind(target, st.func) if target is not None else None
                 if dk is None and target is not None and self._device_of_gpu_value(target, st):
                     dk = DEV_GPU  # `mask.to(center.device)` of a GPU value's device
@@ -658,7 +659,7 @@ class ValueModel:
         if fn.args.vararg is not None and extra and all(
                 self.kind(a, st) in (GPU, MASK) for a in extra):
             env[fn.args.vararg.arg] = GPU  # `def add(self, *args)`: a tuple of GPU tensors
-        named = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+        named = set(param_names(fn))
         for kw in call.keywords:
             if kw.arg:
                 k = self.kind(kw.value, st)

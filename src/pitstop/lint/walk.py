@@ -23,6 +23,7 @@ from pitstop.lint.astutil import (
     is_main_guard,
     kwarg,
     last_name,
+    move_target,
     root_name,
     target_names,
 )
@@ -697,8 +698,7 @@ class Walker:
         if root not in st.batch:
             return
         if func.attr == "to":
-            dev = kwarg(call, "device")
-            target = dev.value if dev is not None else (call.args[0] if call.args else None)
+            target = move_target(call)
             if target is None or not self.ctx.devices.is_gpu(target, st.func):
                 return
         self.ctx.note_batches_to_gpu(st.batch_src.get(root or ""))

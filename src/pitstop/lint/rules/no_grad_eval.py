@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import callee_tail, dotted, unwrap_iterable
+from pitstop.lint.astutil import callee_tail, dotted, param_default, param_names, unwrap_iterable
 from pitstop.lint.context import ModuleContext
 from pitstop.lint.loops import MODEL_HOUSEKEEPING
 
@@ -193,7 +193,7 @@ def _step_switch(ctx: ModuleContext, loop: Loop, func: ast.FunctionDef
                  ) -> tuple[str, ast.expr] | None:
     """(parameter, test) when every backward()/step() of the loop runs under one `if` on
     a parameter of its function (`if partition == "train":`, `if backprop:`)."""
-    params = [a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs]
+    params = param_names(func)
     found: tuple[str, ast.expr] | None = None
     steps = [n for n in ast.walk(loop) if isinstance(n, ast.Call)
              and callee_tail(n) in {"backward", "step"}]
@@ -228,8 +228,6 @@ def _evaluating_calls(ctx: ModuleContext, loop: Loop) -> list[ast.Call]:
         return []
     param, test = switch
     positional = [a.arg for a in func.args.posonlyargs + func.args.args]
-    defaults = dict(zip(positional[len(positional) - len(func.args.defaults):],
-                        func.args.defaults, strict=True))
     out = []
     for use in ctx.name_uses(func.name):
         call = ctx.parents.get(use)
@@ -238,11 +236,14 @@ def _evaluating_calls(ctx: ModuleContext, loop: Loop) -> list[ast.Call]:
         arg = next((k.value for k in call.keywords if k.arg == param), None)
         if arg is None and param in positional and positional.index(param) < len(call.args):
             arg = call.args[positional.index(param)]
-        if arg is None:
-            arg = defaults.get(param)
-        if not isinstance(arg, ast.Constant):
+        if arg is None:  # (left out: the default, when it is a literal)
+            value = param_default(func, param)
+        elif isinstance(arg, ast.Constant):
+            value = arg.value
+        else:
             continue
-        if _test_value(test, param, arg.value) is False and not _under_no_grad(ctx, call):
+        if value != "?" and _test_value(test, param, value) is False \
+                and not _under_no_grad(ctx, call):
             out.append(call)
     return out
 

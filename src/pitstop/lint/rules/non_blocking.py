@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.astutil import callee_tail, data_root, kwarg
+from pitstop.lint.astutil import callee_tail, data_root, kwarg, move_target
 from pitstop.lint.context import ModuleContext, State
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 
@@ -35,8 +35,7 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     if (root not in st.batch and not pinned_here) or (st.hot and st.hot.kind == "forward"):
         return
     if tail == "to":
-        dev = kwarg(node, "device")
-        target = dev.value if dev is not None else (node.args[0] if node.args else None)
+        target = move_target(node)
         if target is None or not ctx.devices.is_gpu(target, st.func):
             return
     if not pinned_here and not ctx.batch_pinned(st.batch_src.get(root or "")):

@@ -6,7 +6,16 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import callee_tail, dotted, kwarg, last_name, qualname, root_name
+from pitstop.lint.astutil import (
+    callee_tail,
+    dotted,
+    kwarg,
+    last_name,
+    move_target,
+    param_names,
+    qualname,
+    root_name,
+)
 from pitstop.lint.context import GPU, ModuleContext, State
 from pitstop.lint.loops import ENV_RE, is_env_step
 from pitstop.lint.model import SAFE, Edit, Fix
@@ -349,7 +358,7 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         value = None
     else:
         dev = kwarg(node, "device")
-        target = dev.value if dev is not None else (node.args[0] if node.args else None)
+        target = move_target(node)
         if target is None or (not ctx.devices.is_gpu(target) and ctx.kind(target, st) != GPU
                               and not _forward_input(ctx, target, st)):
             return  # (`.to(images)` moves to the device of the tensor `images`)
@@ -399,9 +408,8 @@ def _invariant_host_data(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
     for name in names:
         if name in index.import_locals or name in index.functions or name in index.classes:
             return False
-        if st.func is not None and (index.scoped_assigns.get((st.func, name)) or name in {
-                a.arg for a in st.func.args.posonlyargs + st.func.args.args
-                + st.func.args.kwonlyargs}):
+        if st.func is not None and (index.scoped_assigns.get((st.func, name))
+                                    or name in param_names(st.func)):
             return False  # (a local or a parameter: it may change from call to call)
         assigns = index.scoped_assigns.get((None, name), [])
         if not assigns or any(_in_loop(ctx, a) or not isinstance(a.value, ast.Call)
@@ -419,8 +427,7 @@ def _to_gpu(ctx: ModuleContext, node: ast.Call, st: State) -> bool:
     """`.cuda()`, or `.to(device)` with a GPU device."""
     if callee_tail(node) == "cuda":
         return True
-    dev = kwarg(node, "device")
-    target = dev.value if dev is not None else (node.args[0] if node.args else None)
+    target = move_target(node)
     return target is not None and (ctx.devices.is_gpu(target) or ctx.kind(target, st) == GPU)
 
 
