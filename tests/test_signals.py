@@ -3,6 +3,7 @@ one line on stderr, exit 143 or 130; never a traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -251,3 +252,95 @@ def test_a_loader_iterator_cut_short_by_an_interruption_prints_no_traceback() ->
     assert r.returncode == 0 and "ended" in r.stdout, r.stderr
     assert "_shutdown" not in r.stderr and "DataLoaderIter" not in r.stderr, r.stderr
     assert "a real bug in a finalizer" in r.stderr
+
+
+def _in_futex_wait(pid: int) -> bool:
+    """The process's one thread sits in the futex system call (x86-64: number 202)."""
+    try:
+        with open(f"/proc/{pid}/syscall") as fh:
+            return fh.read().split()[0] == "202"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/syscall") or os.uname().machine != "x86_64",
+                    reason="reads /proc/PID/syscall with x86-64 numbers")
+@pytest.mark.parametrize("setting", ["terminate_as_exception", "deferred"])
+def test_a_forked_child_stuck_in_c_still_dies_of_sigterm(setting: str) -> None:
+    """A child forked while pitstop's handlers are in place (a DataLoader worker) and
+    stuck in C (a lock some other thread held at the fork) must die of SIGTERM: a Python
+    handler never runs there, and multiprocessing's exit joins such a worker without a
+    timeout -- the CI hang after "pitstop: terminated (SIGTERM)"."""
+    import ctypes
+
+    from pitstop.signals import deferred, terminate_as_exception
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    mutex = ctypes.create_string_buffer(64)  # a zeroed pthread_mutex_t: a default mutex
+    block = terminate_as_exception() if setting == "terminate_as_exception" else deferred()
+    with block:
+        pid = os.fork()
+        if pid == 0:  # the child: locks twice, and waits in the kernel for ever
+            libc.pthread_mutex_lock(mutex)
+            libc.pthread_mutex_lock(mutex)
+            os._exit(0)
+    try:
+        wait_for(lambda: _in_futex_wait(pid), timeout=30)
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        status = None
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail("the child ignored SIGTERM")
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+def test_a_worker_stays_quiet_when_its_interrupted_parent_hangs_up() -> None:
+    """A DataLoader worker shares each batch's storage through multiprocessing's
+    resource sharer; a parent interrupted halfway through that handshake hangs up, and
+    the worker printed a traceback under the command's one-line message. Here a real
+    resource sharer runs in a child forked under pitstop's handlers; the parent hangs up
+    on it once, then fetches the descriptor properly (the sharer serves one connection
+    at a time, so the hang-up has been dealt with by then). Other failures still print."""
+    script = (
+        "import os, socket, sys\n"
+        "from multiprocessing import process, resource_sharer\n"
+        "from multiprocessing.connection import Client\n"
+        "from multiprocessing import reduction\n"
+        "from pitstop.signals import terminate_as_exception\n"
+        "addr_r, addr_w = os.pipe(); go_r, go_w = os.pipe()\n"
+        "with terminate_as_exception():\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        shared = resource_sharer.DupFd(os.open(os.devnull, os.O_RDONLY))\n"
+        "        address, key = shared._id\n"
+        "        os.write(addr_w, f'{address}\\n{key}\\n'.encode())\n"
+        "        os.read(go_r, 1)\n"
+        "        try:\n"
+        "            raise ValueError('a real failure')\n"
+        "        except ValueError:\n"
+        "            sys.excepthook(*sys.exc_info())\n"
+        "        os._exit(0)\n"
+        "    address, key = os.read(addr_r, 4096).decode().split()\n"
+        "    raw = socket.socket(socket.AF_UNIX)\n"
+        "    raw.connect(address)\n"
+        "    raw.close()\n"
+        "    with Client(address, authkey=process.current_process().authkey) as conn:\n"
+        "        conn.send((int(key), os.getpid()))\n"
+        "        os.close(reduction.recv_handle(conn))\n"
+        "    os.write(go_w, b'x')\n"
+        "    os.waitpid(pid, 0)\n"
+        "print('served', flush=True)\n")
+    r = subprocess.run([sys.executable, "-c", script], env=pitstop_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "served" in r.stdout, r.stderr
+    assert "resource_sharer" not in r.stderr and "Broken pipe" not in r.stderr, r.stderr
+    assert "a real failure" in r.stderr  # anything else still reaches the hook

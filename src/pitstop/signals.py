@@ -46,13 +46,13 @@ def terminate_as_exception() -> Iterator[None]:
 
     Only in this process: a child forked inside the block (a DataLoader worker, a lint
     worker) that receives one dies of it, as by default, instead of unwinding a copy
-    of the parent's stack. A signal the parent ignores (``nohup``) stays ignored. The
-    previous handlers are restored on the way out.
+    of the parent's stack (:func:`_defaults_in_forked_child`). A signal the parent
+    ignores (``nohup``) stays ignored. The previous handlers are restored on the way out.
     """
     owner = os.getpid()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        if os.getpid() != owner:
+        if os.getpid() != owner:  # a child forked past the at-fork hook (by C code)
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
             return
@@ -72,6 +72,58 @@ def terminate_as_exception() -> Iterator[None]:
         for signum, old in previous.items():
             signal.signal(signum, old)
         sys.unraisablehook = hook_before
+
+
+def _defaults_in_forked_child() -> None:
+    """In a child just forked while this module's handlers were in place (a DataLoader
+    worker of a command): the default action back for the ending signals, and quiet
+    about a parent that hangs up on it (:func:`_quiet_about_hang_ups`).
+
+    A Python handler runs only when the main thread runs Python code; a forked worker
+    stuck in C (a lock another thread of the parent held at the fork, as OpenMP's and
+    malloc's can be) never gets there, so SIGTERM would not end it, and
+    multiprocessing's exit joins daemon workers after terminating them, without a
+    timeout: the command hung after saying it was terminated. With the default action
+    the kernel ends the child. SIGINT gets Python's own handler back (DataLoader
+    workers expect a KeyboardInterrupt they swallow; the parent reports Ctrl-C).
+    """
+    ours = False
+    for sig in ENDING_SIGNALS:
+        try:
+            if getattr(signal.getsignal(sig), "__module__", None) != __name__:
+                continue
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT
+                          else signal.SIG_DFL)
+            ours = True
+        except (ValueError, OSError):  # not the main thread: nothing to restore here
+            return
+    if ours:
+        sys.excepthook = _quiet_about_hang_ups(sys.excepthook)
+
+
+def _quiet_about_hang_ups(previous_hook: Any) -> Any:
+    """An excepthook that says nothing of an ``EOFError`` or ``ConnectionError`` raised
+    inside ``multiprocessing.connection``, and hands everything else on.
+
+    A DataLoader worker hands each batch's storage over through multiprocessing's
+    resource sharer, a thread that reports any failure through ``sys.excepthook``. A
+    parent interrupted by Ctrl-C or SIGTERM halfway through that handshake hangs up,
+    and the worker printed a traceback under the command's one-line message (1 run in
+    67 of the bench SIGTERM test). The interruption is the parent's to report.
+    """
+    def hook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        if issubclass(kind, (EOFError, ConnectionError)) and tb is not None:
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            where = tb.tb_frame.f_code.co_filename
+            if where.endswith(os.path.join("multiprocessing", "connection.py")):
+                return
+        previous_hook(kind, value, tb)
+
+    return hook
+
+
+os.register_at_fork(after_in_child=_defaults_in_forked_child)
 
 
 # A signal is sent again at most this often: enough for a few unlucky landings in a
