@@ -15,8 +15,8 @@ MODEL_RE = re.compile(
 MODEL_EXACT = frozenset({"G", "D", "netG", "netD"})
 LOSS_RE = re.compile(r"loss|criterion|^crit", re.IGNORECASE)
 OPTIM_RE = re.compile(r"optim|^opt($|_)|_opt$|^opt[A-Z]|scaler", re.IGNORECASE)
-LOADERISH_RE = re.compile(r"loader|^dl$|^dl_|_dl$|batches|batch_iter|data_iter|train_iter|val_iter",
-                          re.IGNORECASE)
+LOADERISH_RE = re.compile(r"loader|^dl$|^dl_|_dl$|batches|batch_iter|data_iter|train_iter|val_iter|"
+                          r"^(dev|valid|test|eval)_iter(ator)?$", re.IGNORECASE)
 # the loader methods of a Lightning DataModule: `data.train_dataloader()` is a DataLoader
 DATAMODULE_LOADERS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader",
                                 "predict_dataloader"})

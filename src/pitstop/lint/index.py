@@ -59,6 +59,10 @@ RNN_TAILS = frozenset({"LSTM", "GRU", "RNN"})
 # packages whose classes are nn.Modules (a subclass of one is a model)
 MODEL_LIBRARIES = ("timm.models.", "torchvision.models.", "transformers.models.",
                    "transformers.modeling_", "diffusers.models.")
+# a model class exported at the top of a transformers package (`from pytorch_transformers
+# import BertForTokenClassification`): `BertModel`, `GPT2LMHeadModel`, `...ForXxx`
+TRANSFORMERS_PACKAGES = ("transformers.", "pytorch_transformers.", "pytorch_pretrained_bert.")
+TRANSFORMERS_MODEL_RE = re.compile(r"(Model|For[A-Z]\w+)$")
 _CONV_GCN = frozenset({"GCNConv", "SAGEConv", "GATConv"})  # graph "convolutions" are matmuls
 _HEAVY_CLASS_WORDS = ("Attention", "Transformer", "Attn")
 # models built by name from a library the program does not show: transformer families
@@ -98,6 +102,16 @@ def _does_matmuls(cls: ast.ClassDef) -> bool:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             return True
         if isinstance(node, ast.Call) and callee_tail(node) in _MATMUL_CALLS:
+            return True
+    return False
+
+
+def is_optimizer_class(cls: ast.ClassDef, aliases: dict[str, str]) -> bool:
+    """A subclass of ``torch.optim.Optimizer`` or of one of torch's optimizers (LARS,
+    LAMB written in the program): its ``step()`` runs once per training step."""
+    for base in cls.bases:
+        qual = qualname(base, aliases) or ""
+        if qual.startswith("torch.optim.") or (last_name(base) or "") == "Optimizer":
             return True
     return False
 
@@ -470,7 +484,10 @@ class ModuleIndex:
         btail = last_name(base) or ""
         if btail.endswith(("Module", "ModelMixin", "PreTrainedModel")):
             return True  # (`BertPreTrainedModel`: a transformers base of a family)
-        return (qualname(base, self.aliases) or "").startswith(MODEL_LIBRARIES)
+        qual = qualname(base, self.aliases) or ""
+        return qual.startswith(MODEL_LIBRARIES) or (
+            qual.startswith(TRANSFORMERS_PACKAGES) and TRANSFORMERS_MODEL_RE.search(btail)
+            is not None)
 
     # ------------------------------------------------------------------ the light pass
     def _walk_statements(self, stmts: list[ast.stmt], owner: FuncDef | None,

@@ -152,6 +152,18 @@ def dataset_arg(call: ast.Call) -> ast.expr | None:
     return _dataset_arg(call)
 
 
+def whole_split_batch(call: ast.Call) -> bool:
+    """`DataLoader(dev_dataset, batch_size=len(dev_dataset))`: one batch holds the whole
+    split, so a pass is a single load and a single copy (workers and pinned memory have
+    nothing to overlap with)."""
+    ds = _dataset_arg(call)
+    size = kwarg(call, "batch_size")
+    value = size.value if size is not None else (call.args[1] if len(call.args) > 1 else None)
+    return ds is not None and isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+        and value.func.id == "len" and len(value.args) == 1 \
+        and ast.dump(value.args[0]) == ast.dump(ds)
+
+
 def in_memory_dataset(index: ModuleIndex, call: ast.Call) -> bool:
     """Does the loader read a TensorDataset (tensors already in memory: workers only add
     inter-process copies, and there is nothing to decode)?"""

@@ -34,7 +34,7 @@ from pitstop.lint.astutil import (
     param_names,
     unwrap_iterable,
 )
-from pitstop.lint.index import FuncDef, is_step_call
+from pitstop.lint.index import FuncDef, is_optimizer_class, is_step_call
 from pitstop.lint.settings import option_name, options_owner
 from pitstop.lint.values import is_loader_kind
 
@@ -83,6 +83,13 @@ ENV_RE = re.compile(r"^(envs?|vec_?envs?|train_envs?|environment)$", re.IGNORECA
 EVAL_FUNC_RE = re.compile(r"^_*(eval(uate)?|valid(ate|ation)?|val|test|run_eval|"
                           r"evaluate_\w+|eval_\w+|validate_\w+|test_\w+|\w+_eval(uate)?)$",
                           re.IGNORECASE)
+# A step of evaluation, not of training (`self._eval_step(batch)`, Lightning's
+# `validation_step`): a loop calling one evaluates.
+EVAL_STEP_RE = re.compile(r"^_*(eval(uate|uation)?|valid(ate|ation)?|val|test|predict|"
+                          r"infer(ence)?)_step$", re.IGNORECASE)
+# `--do_train --do_eval`: the modes of a Hugging Face style script, which its README runs
+# together; off by default, but not a request for extra work.
+RUN_MODE_RE = re.compile(r"^do_(train|eval|test|predict)$")
 HANDED_BATCHES_RE = re.compile(r"loader|iter|data|batch|^dl$|^ds$|set$", re.IGNORECASE)
 # Functions that hand out the next batch (a loop calling one takes a batch per iteration).
 GET_BATCH_RE = re.compile(r"^(get|next|sample|load|fetch|draw)_batch(es)?$|^get_(train|val|eval)_"
@@ -211,9 +218,27 @@ class LoopModel:
                 return "train"
             if self.runs_model_eval(body, st):
                 return "eval"
-        if self._evaluates_handed_batches(loop, st):
+        if self._evaluates_handed_batches(loop, st) or self._evaluates_after_switch(loop, st):
             return "eval"
         return None
+
+    def _evaluates_after_switch(self, loop: ast.For | ast.AsyncFor | ast.While, st: State
+                                ) -> bool:
+        """`model.eval()` then `for i in slices: targets, scores = forward(model, i, data)`:
+        a loop over pieces of data the program model cannot type, after the function
+        switched a model to eval mode, that runs a model (itself or through a helper) and
+        trains nothing. (Not a `range()` loop: sampling and decoding loops count steps.)"""
+        fn = st.func
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or fn is None:
+            return False
+        it = loop.iter.func if isinstance(loop.iter, ast.Call) else None
+        if isinstance(it, ast.Name) and it.id in {"range", "reversed", "zip", "enumerate"}:
+            return False
+        switched = any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                       and c.func.attr == "eval" and not c.args and c.lineno < loop.lineno
+                       and self.ctx.values.is_model_callee(c.func.value, st)
+                       for c in iter_shallow(fn.body, into_loops=False))
+        return switched and self.runs_model_eval(loop.body, st)
 
     def _evaluates_handed_batches(self, loop: ast.For | ast.AsyncFor | ast.While, st: State
                                   ) -> bool:
@@ -249,7 +274,8 @@ class LoopModel:
         for node in iter_shallow(body, into_loops=True):
             if isinstance(node, ast.Call):
                 tail = callee_tail(node)
-                if "step" in tail or "backward" in tail or tail == "train":
+                if ("step" in tail and not EVAL_STEP_RE.search(tail)) or "backward" in tail \
+                        or tail == "train":
                     return False
                 if self.call_steps(node, st):
                     return False
@@ -306,7 +332,9 @@ class LoopModel:
         index = self.ctx.index
         if any(n in index.functions for n in LIGHTNING_HOOKS) or (
                 "forward" in index.functions and index.module_classes) or any(
-                t in index.calls_by_tail for t in FRAMEWORK_LOOPS):
+                t in index.calls_by_tail for t in FRAMEWORK_LOOPS) or (
+                "step" in index.functions and any(is_optimizer_class(c, self.ctx.aliases)
+                                                  for c in index.classes.values())):
             return True
         if not index.loops:
             return False
@@ -543,7 +571,7 @@ class LoopModel:
         ctx = self.ctx
         name = test.attr if isinstance(test, ast.Attribute) else (
             test.id if isinstance(test, ast.Name) else None)
-        if name is not None and DEVICE_FLAG_RE.match(name):
+        if name is not None and (DEVICE_FLAG_RE.match(name) or RUN_MODE_RE.match(name)):
             return False
         option = option_name(test)  # `args.visdom`, `config["enable_tensorboard"]`
         if option is not None:

@@ -635,6 +635,11 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
             sym = self.lookup(key, ref.local)
             if sym is None:
                 continue
+            if sym.kind == "module":  # `import discrete_BCQ` ... `policy.train(buffer)`
+                m = self.modules.get(sym.module)
+                if m is not None and any(self.steps(sym.module, q) for q in m.functions):
+                    return True
+                continue
             if sym.kind == "class":
                 sym = self._in_class(sym.module, sym.name, "forward") or \
                     self._in_class(sym.module, sym.name, "__call__")
@@ -655,6 +660,13 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
         return False
 
     @query
+    def loader_one_batch(self, module: str, loader_id: str) -> bool:
+        """Is every pass over the DataLoader built at ``loader_id`` of ``module`` a single
+        batch of the whole split (`batch_size=len(dataset)`)?"""
+        s = self.modules.get(module)
+        lo = s.loaders.get(loader_id) if s is not None else None
+        return lo is not None and lo.one_batch
+
     def loader_pins(self, module: str, loader_id: str) -> bool:
         """Does the DataLoader built at ``loader_id`` of ``module`` pin memory on every
         path a GPU run takes?"""

@@ -50,7 +50,7 @@ from pitstop.lint.astutil import (
 )
 from pitstop.lint.dataset_items import item_costs
 from pitstop.lint.index import FUNCS, MODEL_FACTORY_RE, FuncDef, ImportRef, ModuleIndex
-from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id
+from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id, whole_split_batch
 from pitstop.lint.mentions import PATH_HINTS, arch_owners, mentions, top_level_refs
 from pitstop.lint.settings import (
     Setting,
@@ -117,6 +117,7 @@ class LoaderSummary:
     id: str  # "line:col"
     line: int
     pins: tuple[str, ...]  # pin_memory on the GPU path: "true", "false", "absent", "setting:X", "unknown"
+    one_batch: bool = False  # `batch_size=len(dataset)`: a pass over it is one batch
 
 
 @dataclass(frozen=True)
@@ -542,7 +543,8 @@ def summarize(index: ModuleIndex) -> ModuleSummary:
         v == {"cpu"} or "cpu" in v for v in index.device_literals.values())
     for call in dataloader_calls(index):
         lid = loader_id(call)
-        s.loaders[lid] = LoaderSummary(lid, call.func.lineno, _pins(index, call))
+        s.loaders[lid] = LoaderSummary(lid, call.func.lineno, _pins(index, call),
+                                       whole_split_batch(call))
     s.callsites = tuple(_callsites(index, d))
     s.mentions, s.dynamic = mentions(index)
     text = index.text

@@ -90,6 +90,14 @@ DERIVED = "derived"
 # a Python list that GPU tensors were appended to (`all_b.append(b[idx])`): not a tensor
 # itself (`if all_b:` reads its length), but `torch.cat(all_b)` is a GPU tensor
 GPU_LIST = "gpu-list"
+# An optimizer's `self.param_groups`, and one group of it: `group["params"]` holds the
+# model's parameters (on the GPU in a GPU program); its other entries are settings
+PARAM_GROUPS = "param-groups"
+PARAM_GROUP = "param-group"
+# ... and its `self.state` (a dict keyed by parameter), one parameter's entry of it: its
+# buffers (`exp_avg`) live with the parameter, its `step` count is a host number
+PARAM_STATE = "param-state"
+PARAM_STATE_ENTRY = "param-state-entry"
 # Model methods that compute on their inputs: what they return is the model's output
 COMPUTING_METHOD_RE = re.compile(r"loss|forward|predict|infer|decode|encode|logit|score|"
                                  r"compute|calc|embed|sample|generate|output", re.IGNORECASE)
@@ -141,8 +149,14 @@ class ValueModel:
     # ------------------------------------------------------------------ models
     def is_model_callee(self, func: ast.AST, st: State) -> bool:
         ctx = self.ctx
-        if isinstance(func, ast.Attribute) and func.attr == "forward":
-            func = func.value  # `model.forward(x)`: the model called
+        if isinstance(func, ast.Attribute) and (func.attr == "forward"
+                                                or func.attr.startswith("forward_")):
+            func = func.value  # `model.forward(x)`, `model.forward_emb(...)`: the model called
+        if isinstance(func, ast.Subscript) and isinstance(func.slice, ast.Constant) \
+                and isinstance(func.slice.value, str):
+            func = func.value  # `self.model["generator"](x)`: one of a dict of models
+            if dotted(func) == "self":
+                return False
         name = dotted(func)
         if name is None:
             return False
@@ -252,6 +266,15 @@ class ValueModel:
                 return MASK
             return CPU if all(k == CPU for k in kinds) else None
         if isinstance(node, ast.Subscript):
+            held = st.env.get(dotted(node.value) or "")
+            if held == PARAM_GROUP:
+                return GPU_LIST if isinstance(node.slice, ast.Constant) \
+                    and node.slice.value == "params" else CPU
+            if held == PARAM_STATE:
+                return PARAM_STATE_ENTRY
+            if held == PARAM_STATE_ENTRY:
+                return CPU if isinstance(node.slice, ast.Constant) \
+                    and node.slice.value == "step" else GPU
             item = self._dict_item(node, st)
             if item is not None:  # `metrics["step"]` of `metrics = {"loss": loss, "step": n}`
                 return self.kind(item, st)
@@ -329,6 +352,8 @@ class ValueModel:
                     self.looks_like_module(func.value, st) else GPU
             if tail == "cpu":  # a tensor or a module brought to the host
                 return CPU
+            if tail == "type" and not node.args and not node.keywords:
+                return CPU  # `x.type()`: the name of its type, a string
             if tail in {"parameters", "buffers"} and is_model(recv) and ctx.gpu_program:
                 return GPU_LIST  # the model's tensors, on its device
             if tail in MODEL_METHODS and tail not in {"train", "eval", "apply", "float", "half"}:
@@ -611,11 +636,24 @@ class ValueModel:
                         sub.env[t.value.id] = GPU
             if isinstance(n, ast.Assign):
                 self.bind(n.targets, n.value, sub)
+            elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+                self.accumulate(n.target.id, n.value, sub)
             elif isinstance(n, ast.Call) and callee_tail(n) == "append" and len(n.args) == 1 \
                     and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
                     and (self.kind(n.args[0], sub) == GPU or self.tuple_has_gpu(n.args[0], sub)):
                 sub.env[n.func.value.id] = GPU  # its items are GPU tensors
         return sub
+
+    def accumulate(self, name: str, value: ast.expr, st: State) -> None:
+        """``name += value``: a Python number that a GPU value is added to is a GPU
+        tensor from then on (`gen_loss = 0.0` ... `gen_loss += sc_loss + mag_loss`), and
+        one that a value derived from the batch is added to is derived too; adding a
+        host number changes nothing."""
+        k = self.kind(value, st)
+        if k in (GPU, MASK):
+            st.env[name] = GPU
+        elif k == DERIVED and st.env.get(name) in (None, CPU):
+            st.env[name] = DERIVED
 
     def return_items(self, fn: FuncDef, env: dict[str, str], depth: int, n: int
                      ) -> list[str | None] | None:

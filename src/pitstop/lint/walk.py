@@ -27,16 +27,23 @@ from pitstop.lint.astutil import (
     root_name,
     target_names,
 )
-from pitstop.lint.index import LOOPS, FuncDef
+from pitstop.lint.index import LOOPS, FuncDef, is_optimizer_class
 from pitstop.lint.loops import ENGINES, LIGHTNING_HOOKS
 from pitstop.lint.values import (
     CPU,
     DERIVED,
     GPU,
     GPU_LIST,
+    HOST_METHODS,
     MASK,
+    MASK_METHODS,
+    META_ATTRS,
     METER,
     MODEL,
+    PARAM_GROUP,
+    PARAM_GROUPS,
+    PARAM_STATE,
+    PLACED,
     is_loader_kind,
     is_model,
     placed,
@@ -47,6 +54,10 @@ if TYPE_CHECKING:
 
 MAX_FOLLOW_DEPTH = 4
 # Parameters of forward() that are switches, not inputs (`forward(self, labels, train)`).
+# Optional forward() inputs that are host values: lengths (`pack_padded_sequence` wants
+# them on the CPU), sizes, settings.
+HOST_INPUT_RE = re.compile(r"len|size|shape|count|cfg|config|opt|kwargs|hidden|state|cache|"
+                           r"past|mem|^h$|^c$|^hx$", re.IGNORECASE)
 FLAG_PARAM_RE = re.compile(r"^(train|training|is_train(ing)?|eval|evaluate|mode|phase|split|"
                            r"stage|verbose|debug|deterministic|inference|test|i|j|k|n|it|layer|topk|top_k|"
                            r"model_type|name)$|^(return|use|with|is|do|enable|apply|need|force|"
@@ -67,7 +78,7 @@ class HotLoop:
     """A loop whose body runs once per batch."""
 
     node: ast.AST
-    kind: str  # "train", "eval", or "forward" (a module's forward(): once per batch)
+    kind: str  # "train", "eval", "forward" (a module's forward()) or "step" (an optimizer's)
     line: int
     path: str = ""
     generates: bool = False  # calls .generate(): decoding reads every token on the host
@@ -77,6 +88,8 @@ class HotLoop:
     def describe(self) -> str:
         if self.kind == "forward":
             return f"`forward` (line {self.line}), which runs once per batch"
+        if self.kind == "step":
+            return f"the optimizer's `step` (line {self.line}), which runs once per training step"
         what = "training" if self.kind == "train" else "evaluation"
         return f"the {what} loop at line {self.line}"
 
@@ -147,6 +160,15 @@ class Walker:
                     continue
                 if fn in engine_steps:
                     self._walk_engine_step(fn, global_env)
+                    continue
+                if fn.name == "step" and cls is not None and ctx.gpu_program \
+                        and is_optimizer_class(cls, ctx.aliases) and not ctx.unused_definition(fn):
+                    # an optimizer of the program's own: step() runs once per training
+                    # step, over the model's parameters (`for p in group["params"]`)
+                    env = {**global_env, **self.class_env(cls), "self.param_groups": PARAM_GROUPS,
+                           "self.state": PARAM_STATE}
+                    hot = HotLoop(fn, "step", fn.lineno, ctx.path)
+                    self.walk_body(fn.body, State(hot=hot, env=env, func=fn))
                     continue
                 if fn not in index.funcs_with_loops and not hook:
                     continue  # no loop of its own: walked only when a hot loop calls it
@@ -232,6 +254,12 @@ class Walker:
                   for a in c.args for n in ast.walk(a) if isinstance(n, ast.Name)}
         for name in required:
             if name != "self" and not FLAG_PARAM_RE.search(name) and name not in counts:
+                env.setdefault(name, GPU)
+        # (`labels=None`, `attention_mask=None`: optional inputs, tensors when given)
+        for name, d in zip(positional[len(required):], fn.args.defaults, strict=True):
+            if isinstance(d, ast.Constant) and d.value is None and name not in counts \
+                    and not FLAG_PARAM_RE.search(name) and not HOST_INPUT_RE.search(name) \
+                    and _used_as_tensor(fn, name):
                 env.setdefault(name, GPU)
         return env
 
@@ -338,9 +366,7 @@ class Walker:
                     rule(ctx, stmt, st)
             name = dotted(stmt.target)
             if name:
-                k = values.kind(stmt.value, st)
-                if k == GPU:
-                    st.env[name] = GPU
+                values.accumulate(name, stmt.value, st)
         elif isinstance(stmt, ast.AnnAssign):
             if stmt.value is not None:
                 self.visit_expr(stmt.value, st)
@@ -517,7 +543,12 @@ class Walker:
 
     def _walk_loop(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> None:
         ctx = self.ctx
-        kind = ctx.loops.classify(loop, st) if not st.optional else None
+        kind = ctx.loops.classify(loop, st)
+        if st.optional and kind != "train":
+            kind = None  # (a training loop under an opt-in flag is a mode the user picks)
+        if kind == "eval" and isinstance(loop, (ast.For, ast.AsyncFor)) \
+                and self._one_batch_pass(loop.iter, st):
+            kind = None  # `DataLoader(dev, batch_size=len(dev))`: the loop runs once
         if kind is not None and st.hot is None and st.func is not None \
                 and ctx.unused_definition(st.func):
             kind = None  # a trainer class of the module that this program never uses
@@ -557,6 +588,8 @@ class Walker:
                         inner.batch_src[name] = src
                 elif ik in (GPU, GPU_LIST):  # (a list of GPU tensors: each item is one)
                     inner.env[name] = GPU
+                elif ik == PARAM_GROUPS and len(names) == 1:
+                    inner.env[name] = PARAM_GROUP
                 else:
                     inner.env.pop(name, None)
             if not batchy and not on_device:
@@ -607,6 +640,14 @@ class Walker:
             if is_loader_kind(k):
                 return k
         return None
+
+    def _one_batch_pass(self, it: ast.expr, st: State) -> bool:
+        """Does this iterable come from a DataLoader whose one batch is its whole split?"""
+        k = self._loader_kind(it, st)
+        if k is None or "|" not in k:
+            return False
+        module, _, lid = k[7:].removesuffix(PLACED).partition("|")
+        return self.ctx.program.loader_one_batch(module, lid)
 
     def _loader_kind(self, it: ast.expr, st: State) -> str | None:
         """The loader a batch iterable comes from (``loader@MODULE|ID``), if known."""
@@ -689,6 +730,13 @@ class Walker:
             root = data_root(func.value)  # `imgs.type(Tensor)`, Tensor a CUDA tensor type
             self.ctx.note_batches_to_gpu(st.batch_src.get(root or ""))
             return
+        if isinstance(func, ast.Attribute) and func.attr == "copy_" and len(call.args) >= 1 \
+                and data_root(call.args[0]) in st.batch \
+                and self.ctx.values.kind(func.value, st) == GPU:
+            # `self.input.resize_(x.size()).copy_(x)`: into a buffer made on the GPU
+            root = data_root(call.args[0])
+            self.ctx.note_batches_to_gpu(st.batch_src.get(root or ""))
+            return
         if not isinstance(func, ast.Attribute) or func.attr not in {"to", "cuda"}:
             if st.batch and self.ctx.values.moves_batch(call, st):
                 root = next((data_root(a) for a in call.args if data_root(a) in st.batch), None)
@@ -708,22 +756,23 @@ class Walker:
             return
         ctx = self.ctx
         target = ctx.function_target(call, st)
-        if target is None:
-            return
-        self._follow_into(call, st, *target)
-        for override in self.overrides(call, st, target[1]):
+        if target is not None:
+            self._follow_into(call, st, *target)
+        for override in self.overrides(call, st, target[1] if target else None):
             self._follow_into(call, st, *override)
 
-    def overrides(self, call: ast.Call, st: State, fn: FuncDef
+    def overrides(self, call: ast.Call, st: State, fn: FuncDef | None
                    ) -> list[tuple[ModuleContext, FuncDef]]:
         """`self.train_on_batch(batch)` in a base trainer runs the method of the subclass
-        the program instantiates: the program's overrides of the method called on self."""
+        the program instantiates: the program's overrides of the method called on self
+        (``fn``, the base's own method; None when only subclasses define it, as
+        `self.optimize_params()` in a base class that leaves it to each model)."""
         ctx = self.ctx
         if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
                 and call.func.value.id == "self" and st.func is not None):
             return []
         cls = ctx.index.class_of.get(st.func)
-        if cls is None or ctx.index.class_of.get(fn) is not cls:
+        if cls is None or (fn is not None and ctx.index.class_of.get(fn) is not cls):
             return []
         return [found for module, qual in ctx.program.overrides(ctx.key, cls.name, call.func.attr)
                 if (found := ctx.function_named(module, qual)) is not None]
@@ -733,15 +782,16 @@ class Walker:
         if fn is st.func:
             return
         env = ctx.values.bind_params(fn, call, st, tctx)
+        cls = tctx.index.class_of.get(fn)
         if tctx is ctx:  # keep module-level and self.* knowledge
             for k, v in st.env.items():
                 if "." in k:
                     env.setdefault(k, v)
-        else:
-            cls = tctx.index.class_of.get(fn)
-            if cls is not None:
-                for k, v in tctx.walker.class_env(cls).items():
-                    env.setdefault(k, v)
+        caller_cls = ctx.index.class_of.get(st.func) if st.func is not None else None
+        if cls is not None and (tctx is not ctx or cls is not caller_cls):
+            # (a subclass's override called from its base: what its own __init__ sets)
+            for k, v in tctx.walker.class_env(cls).items():
+                env.setdefault(k, v)
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
             params = params[1:]
@@ -769,6 +819,41 @@ class Walker:
                     depth=st.depth + 1, func=fn, no_grad=st.no_grad, rare=st.rare)
         tctx.walker.rules = self.rules
         tctx.walker.walk_body(fn.body, sub)
+
+
+# What code reads off a tensor it was handed (an object with other attributes is no tensor)
+TENSOR_ATTRS = HOST_METHODS | MASK_METHODS | META_ATTRS | frozenset({
+    "view", "reshape", "float", "long", "int", "half", "double", "bool", "byte", "to", "cuda",
+    "sum", "mean", "max", "min", "argmax", "argmin", "any", "all", "abs", "exp", "log",
+    "unsqueeze", "squeeze", "expand", "expand_as", "view_as", "reshape_as", "repeat",
+    "transpose", "permute", "contiguous", "flatten", "masked_fill", "masked_fill_",
+    "type_as", "clone", "detach", "new_zeros", "new_ones", "new_full", "new_tensor",
+    "gather", "index_select", "scatter", "scatter_", "chunk", "split", "narrow", "t",
+    "matmul", "bmm", "mul", "add", "sub", "div", "pow", "sqrt", "softmax", "log_softmax",
+    "sigmoid", "tanh", "relu", "clamp", "fill_", "zero_", "copy_", "nonzero", "cumsum",
+    "sort", "topk", "norm", "data"})
+
+
+def _used_as_tensor(fn: FuncDef, name: str) -> bool:
+    """Does ``fn`` use its parameter ``name`` as a tensor (`valid_ids[i]`, `mask.float()`)
+    and never as an option: a bare truth test (`if scale:`, `a if mems else b`) or a
+    comparison with a number (`temp == 1.0`)?"""
+    def is_it(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Name) and node.id == name
+
+    tensor = False
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Subscript) and is_it(node.value):
+            tensor = True
+        elif isinstance(node, ast.Attribute) and is_it(node.value):
+            if node.attr not in TENSOR_ATTRS:
+                return False  # `emb_decoder.apply_fuse`: an object of its own
+            tensor = True
+        elif (isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)) and is_it(node.test)) or (isinstance(node, ast.BoolOp) and any(is_it(v) for v in node.values)) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and is_it(node.operand)) or (isinstance(node, ast.Compare) and any(is_it(x) for x in (node.left, *node.comparators)) \
+                and any(isinstance(x, ast.Constant) and isinstance(x.value, (int, float))
+                        and not isinstance(x.value, bool) for x in (node.left, *node.comparators))):
+            return False
+    return tensor
 
 
 def is_loader_value(k: str | None) -> bool:

@@ -41,10 +41,12 @@ UNKNOWN_STATE = "unknown"
 
 def dataloader_calls(ctx: ModuleContext) -> list[ast.Call]:
     """The module's DataLoader calls, less those of the self-test that a module the
-    program imports runs only when started on its own (`if __name__ == "__main__":`)."""
+    program imports runs only when started on its own (`if __name__ == "__main__":`) and
+    those in its functions that no module of the program mentions (another entry
+    point's `load_data()`)."""
     calls = [c for c in _calls(ctx.index) if (loader_subclass(ctx.index, c) != "imported"
              or ctx.program.loader_class(ctx.key, dotted(c.func) or "") is not None)
-             and not _own_class_named_loader(ctx, c)]
+             and not _own_class_named_loader(ctx, c) and not ctx.unused_definition(c)]
     if not calls or not ctx.program.imported(ctx.key):
         return calls
     spans = [(s.lineno, s.end_lineno or s.lineno) for s in ctx.index.tree.body

@@ -8,7 +8,7 @@ import re
 
 from pitstop.lint.astutil import callee_tail, dotted, kwarg, unwrap_iterable
 from pitstop.lint.context import ANY, OR, USE_SEEN, ModuleContext
-from pitstop.lint.loaders import ABSENT
+from pitstop.lint.loaders import ABSENT, whole_split_batch
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import (
     POSITIVE,
@@ -34,6 +34,8 @@ def check(ctx: ModuleContext) -> None:
         isinstance(c.func, ast.Attribute) and "sampler" not in (dotted(c.func.value) or "").lower()
         for c in ctx.index.calls_by_tail.get("set_epoch", ()))
     for call in dataloader_calls(ctx):
+        if whole_split_batch(call):
+            continue  # one batch per pass: the workers load it once whatever they do
         values = arg_values(ctx, call, "num_workers")
         scope = ctx.index.owner.get(call)
         judged = [number_state(ctx, v, scope) for v in values]

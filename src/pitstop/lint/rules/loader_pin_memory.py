@@ -7,7 +7,7 @@ import ast
 
 from pitstop.lint.astutil import callee_tail, kwarg
 from pitstop.lint.context import OR, USE_GPU, ModuleContext
-from pitstop.lint.loaders import ABSENT, PINS_ITSELF, dataset_on_device
+from pitstop.lint.loaders import ABSENT, PINS_ITSELF, dataset_on_device, whole_split_batch
 from pitstop.lint.model import SAFE, UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import (
     arg_values,
@@ -29,7 +29,7 @@ def check(ctx: ModuleContext) -> None:
         # __getitem__ calls and indexes nothing hands back prompt strings and indices --
         # one that slices held lists still has its batches collated into tensors)
         if cheap_items(ctx, call, plain=True) or callee_tail(call) in PINS_ITSELF \
-                or dataset_on_device(ctx.index, call):
+                or dataset_on_device(ctx.index, call) or whole_split_batch(call):
             continue
         values = arg_values(ctx, call, "pin_memory")
         states = {flag_state(ctx, v) for v in values}

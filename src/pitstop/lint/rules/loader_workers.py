@@ -7,7 +7,7 @@ import ast
 
 from pitstop.lint.astutil import kwarg
 from pitstop.lint.context import ModuleContext
-from pitstop.lint.loaders import ABSENT, POSITIONS
+from pitstop.lint.loaders import ABSENT, POSITIONS, whole_split_batch
 from pitstop.lint.model import UNSAFE, Edit, Fix
 from pitstop.lint.rules._dataloader import (
     ZERO,
@@ -24,8 +24,8 @@ CODE = "LT002"
 
 def check(ctx: ModuleContext) -> None:
     for call in dataloader_calls(ctx):
-        if cheap_items(ctx, call):
-            continue  # nothing to decode or load: workers would only copy items around
+        if cheap_items(ctx, call) or whole_split_batch(call):
+            continue  # nothing to decode or load, or all of it at once: workers cannot help
         values = arg_values(ctx, call, "num_workers")
         scope = ctx.index.owner.get(call)
         judged = [number_state(ctx, v, scope) for v in values]

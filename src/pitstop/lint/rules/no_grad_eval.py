@@ -155,11 +155,29 @@ def check(ctx: ModuleContext) -> None:
             iterated = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test
             loader = " ".join(dotted(i) or "" for i in unwrap_iterable(iterated))
             fname = getattr(func, "name", "")
-            if not (EVAL_NAME_RE.search(loader) or EVAL_NAME_RE.search(fname) or any(
-                    callee_tail(n) == "eval" for n in ast.walk(ast.Module(
-                        body=list(scope), type_ignores=[])) if isinstance(n, ast.Call))):
+            if not (EVAL_NAME_RE.search(loader) or EVAL_NAME_RE.search(fname)
+                    or _switches_to_eval(ctx, scope, func)):
                 continue
         _report(ctx, loop, line)
+
+
+def _switches_to_eval(ctx: ModuleContext, scope: list[ast.stmt], func: ast.AST | None) -> bool:
+    """Does this code switch a model to eval mode: `model.eval()`, or a method of the
+    program that does (`model.val_start()` calling `self.img_enc.eval()`)?"""
+    from pitstop.lint.walk import State
+
+    st = State(func=func if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
+    calls = [n for n in ast.walk(ast.Module(body=list(scope), type_ignores=[]))
+             if isinstance(n, ast.Call)]
+    if any(callee_tail(n) == "eval" for n in calls):
+        return True
+    for call in calls:
+        target = ctx.function_target(call, st)
+        if target is not None and any(
+                isinstance(n, ast.Call) and callee_tail(n) == "eval" and not n.args
+                and isinstance(n.func, ast.Attribute) for n in ast.walk(target[1])):
+            return True
+    return False
 
 
 _UNKNOWN = object()

@@ -181,10 +181,11 @@ def _host_tensor(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
     return False
 
 
-# Post-processing of an evaluation's outputs (non-maximum suppression, box decoding): its
-# results are read on the host by design, one read per image, not a per-step habit.
-POSTPROCESS_RE = re.compile(r"nms|non_max|suppress|post_?process|decode|to_coco|detections?$",
-                            re.IGNORECASE)
+# Post-processing of an evaluation's outputs (non-maximum suppression, box decoding) and
+# the decoding of sequences (greedy or beam search, token by token): their results are
+# read on the host by design, not a per-step habit.
+POSTPROCESS_RE = re.compile(r"nms|non_max|suppress|post_?process|decode|to_coco|detections?$|"
+                            r"beam|greedy|^_*search$", re.IGNORECASE)
 
 
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
