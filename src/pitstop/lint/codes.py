@@ -24,7 +24,10 @@ LINT_DOCS = (
             "whose `__call__` runs backward, an ignite `Engine` step); an evaluation loop: it "
             "iterates batches and runs the model. Calls made per batch are followed into the "
             "functions, methods, callable objects and `forward()`s they reach, in any module of "
-            "the program, and the finding is reported where the sync is. Flagged on values "
+            "the program (also a subclass's method that a base trainer's loop calls on `self`), "
+            "and the finding is reported where the sync is; the `step()` of an optimizer the "
+            "program defines (LARS, LAMB) runs once per training step too, over the model's "
+            "parameters. Flagged on values "
             "that are GPU tensors in a program that can run on an accelerator (model outputs, "
             "losses, `.to(device)`/`.cuda()` results, batches of an accelerate/Fabric loader, "
             "what is computed from them): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, "
@@ -46,7 +49,9 @@ LINT_DOCS = (
             "called under one (`if args.eval: test()`)), epoch-level code after the batch loop, "
             "host-to-device copies (`images.to(device)` uploads, it is no sync), loops that run "
             "once (a throughput pass that returns after one batch), benchmark/profiling "
-            "functions and `generate()` loops (they read the host on purpose), test code, and "
+            "functions, `generate()` loops and greedy/beam search (they read the host on "
+            "purpose), a pass over a loader whose one batch is the whole split "
+            "(`batch_size=len(dataset)`), test code, and "
             "values certainly on the CPU. `if (step + 1) % grad_accum == 0:` is not a rare "
             "guard: it is the optimizer step.\n\nWhere the accelerator is inferred (a device "
             "chosen at run time), the message says the value *may* live on the GPU; the "
@@ -83,7 +88,8 @@ LINT_DOCS = (
             "receive (literal, conditional, `.update()`d, merged, returned by a factory), or an "
             "option whose default is 0 (`num_workers=args.workers` with `default=0`). Silent "
             "for a `TensorDataset` or a Dataset whose `__getitem__` calls nothing (nothing to "
-            "decode: workers would only copy items between processes)."
+            "decode: workers would only copy items between processes), and for a loader whose "
+            "one batch is the whole split (`batch_size=len(dev_set)`: loaded once per pass)."
         ),
         why=(
             "With no workers, loading, decoding, augmenting and collating every batch happens "
@@ -116,7 +122,8 @@ LINT_DOCS = (
             "the loader's batches to a GPU -- anywhere in the program: `.to(device)`, a "
             "`to_device(batch, device)` helper, or `accelerator.prepare(loader)`, whose batches "
             "are moved for you. Silent for a `TensorDataset`, for data already on the device, "
-            "and for ignite's `auto_dataloader` (it pins on CUDA itself)."
+            "for ignite's `auto_dataloader` (it pins on CUDA itself), and for a loader whose "
+            "one batch is the whole split (`batch_size=len(dev_set)`: one copy per pass)."
         ),
         why=(
             "Copies from pageable host memory go through a driver staging buffer, run at a "
