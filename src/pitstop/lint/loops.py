@@ -87,6 +87,8 @@ EVAL_FUNC_RE = re.compile(r"^_*(eval(uate)?|valid(ate|ation)?|val|test|run_eval|
 # `validation_step`): a loop calling one evaluates.
 EVAL_STEP_RE = re.compile(r"^_*(eval(uate|uation)?|valid(ate|ation)?|val|test|predict|"
                           r"infer(ence)?)_step$", re.IGNORECASE)
+# Iterables that count steps, not pieces of data.
+COUNTERS = frozenset({"range", "trange", "reversed", "arange", "linspace", "count", "product"})
 # `--do_train --do_eval`: the modes of a Hugging Face style script, which its README runs
 # together; off by default, but not a request for extra work.
 RUN_MODE_RE = re.compile(r"^do_(train|eval|test|predict)$")
@@ -227,13 +229,12 @@ class LoopModel:
         """`model.eval()` then `for i in slices: targets, scores = forward(model, i, data)`:
         a loop over pieces of data the program model cannot type, after the function
         switched a model to eval mode, that runs a model (itself or through a helper) and
-        trains nothing. (Not a `range()` loop: sampling and decoding loops count steps.)"""
+        trains nothing. (Not a loop over a count: sampling and decoding loops count steps.)"""
         fn = st.func
         if not isinstance(loop, (ast.For, ast.AsyncFor)) or fn is None:
             return False
-        it = loop.iter.func if isinstance(loop.iter, ast.Call) else None
-        if isinstance(it, ast.Name) and it.id in {"range", "reversed", "zip", "enumerate"}:
-            return False
+        if any(isinstance(n, ast.Call) and callee_tail(n) in COUNTERS for n in ast.walk(loop.iter)):
+            return False  # (`tqdm(reversed(range(T)))`, `trange(0, n, bs)`: steps)
         switched = any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                        and c.func.attr == "eval" and not c.args and c.lineno < loop.lineno
                        and self.ctx.values.is_model_callee(c.func.value, st)

@@ -104,6 +104,16 @@ COMPUTING_METHOD_RE = re.compile(r"loss|forward|predict|infer|decode|encode|logi
 # An average meter (`AverageMeter().update(val, n)`) fed GPU tensors keeps its sums on the GPU:
 # the walk notes it under the meter's name plus this suffix; these are its GPU reads
 METER = "#meter"
+def meter_key(node: ast.AST) -> str | None:
+    """The name a meter is noted under: `top1`, `self.meters.loss`, or a meter kept in a
+    dict by a literal key (`train_meters["top1"]`)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+            and isinstance(node.slice.value, str):
+        owner = dotted(node.value)
+        return f"{owner}[{node.slice.value!r}]" if owner else None
+    return dotted(node)
+
+
 METER_READS = frozenset({"avg", "val", "sum", "average", "mean", "global_avg", "median",
                          "value", "total"})
 # Methods of an accelerator object that hand back what they are given (placed).
@@ -210,7 +220,7 @@ class ValueModel:
                 return st.env[name]
             if isinstance(node, ast.Attribute):
                 if node.attr in METER_READS and st.env.get(
-                        (dotted(node.value) or "") + METER) == GPU:
+                        (meter_key(node.value) or "") + METER) == GPU:
                     return GPU  # `top1.avg` of a meter fed GPU tensors: a GPU tensor
                 inner = self.kind(node.value, st)
                 if inner in (GPU, MASK, DERIVED):
@@ -408,6 +418,10 @@ class ValueModel:
         if tail == "sum" and isinstance(func, ast.Name) and node.args \
                 and self._sums_gpu_items(node.args[0], st):
             return GPU  # `loss = sum(losses)`: the builtin adds the GPU tensors up
+        if tail == "sum" and isinstance(func, ast.Name) and node.args \
+                and isinstance(node.args[0], (ast.GeneratorExp, ast.ListComp)) \
+                and self._over_derived(node.args[0], st):
+            return DERIVED  # `sum([l.mean() for l in losses_dict.values()])`, the dict derived
         if tail in {"tuple", "list"} and isinstance(func, ast.Name) and len(node.args) == 1:
             inner = self.kind(node.args[0], st)
             return inner if inner in (GPU, GPU_LIST) else None
@@ -856,6 +870,18 @@ class ValueModel:
                     isinstance(g.target, ast.Name) and g.target.id == root
                     and self._gpu_items(g.iter, st) for g in items.generators)
         return self._gpu_items(items, st) or self.tuple_has_gpu(items, st)
+
+    def _over_derived(self, comp: ast.GeneratorExp | ast.ListComp, st: State) -> bool:
+        """Does this comprehension compute from the items of a value derived from GPU
+        tensors (not their sizes or host copies)?"""
+        elt = comp.elt
+        while isinstance(elt, ast.Call) and isinstance(elt.func, ast.Attribute):
+            elt = elt.func.value  # `l.mean()`, `l.float().mean()`: computed from `l`
+        root = root_name(elt)
+        return root is not None and not (isinstance(comp.elt, ast.Call) and callee_tail(
+            comp.elt) in HOST_METHODS) and any(
+                isinstance(g.target, ast.Name) and g.target.id == root
+                and self.kind(g.iter, st) == DERIVED for g in comp.generators)
 
     def _gpu_items(self, items: ast.expr, st: State) -> bool:
         """Does iterating ``items`` give GPU tensors (a list of them, a dict's values)?"""

@@ -46,6 +46,7 @@ from pitstop.lint.values import (
     PLACED,
     is_loader_kind,
     is_model,
+    meter_key,
     placed,
 )
 
@@ -376,7 +377,7 @@ class Walker:
             value = stmt.value
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
                     and value.func.attr == "update" and value.args:
-                meter = dotted(value.func.value)  # `top1.update(acc1[0], n)`: a GPU meter
+                meter = meter_key(value.func.value)  # `top1.update(acc1[0], n)`: a GPU meter
                 held = st.env.get(meter or "")
                 if meter and (held in (None, CPU, DERIVED) or held.startswith("obj@")) \
                         and values.kind(value.args[0], st) in (GPU, MASK):
