@@ -761,3 +761,55 @@ def test_the_reads_of_a_beam_search_are_the_decoding_not_a_habit(tmp_path):
             "LT001") in got
     assert ("nmt.py", line_of(BEAM, "if (logits.argmax(-1) == 0).all().item():"), "LT001") \
         not in got
+
+
+# ---------------------------------------------------------------- DataParallel on request
+DP_SCRIPT = """
+import argparse
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--dp", action="store_true")
+parser.add_argument("--n_GPUs", type=int, default=1)
+parser.add_argument("--ngpu", type=int, default=1)
+args = parser.parse_args()
+
+
+class Generator(nn.Module):
+    def __init__(self, ngpu):
+        super().__init__()
+        self.ngpu = ngpu
+        self.main = nn.Linear(8, 8)
+
+    def forward(self, x):
+        if x.is_cuda and self.ngpu > 1:
+            return nn.parallel.data_parallel(self.main, x, range(self.ngpu))
+        return self.main(x)
+
+
+model = Generator(args.ngpu).cuda()
+if args.dp:
+    model = nn.DataParallel(model)
+if args.n_GPUs > 1:
+    model = nn.DataParallel(model, range(args.n_GPUs))
+n_gpu = torch.cuda.device_count()
+if n_gpu > 1:
+    model = nn.DataParallel(model)
+opt = torch.optim.SGD(model.parameters(), 0.1)
+data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randn(64, 8))
+for x, y in DataLoader(data, batch_size=8):
+    loss = nn.functional.mse_loss(model(x.cuda()), y.cuda())
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_data_parallel_that_the_user_must_ask_for_is_not_the_run(tmp_path):
+    run = program(tmp_path, {"train.py": DP_SCRIPT})
+    lines = {line for _, line, _ in found(run, "LT015")}
+    # a machine with several GPUs gets it by itself: reported
+    assert lines == {line_of(DP_SCRIPT, "if n_gpu > 1:") + 1}

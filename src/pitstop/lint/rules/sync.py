@@ -185,7 +185,7 @@ def _host_tensor(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
 # the decoding of sequences (greedy or beam search, token by token): their results are
 # read on the host by design, not a per-step habit.
 POSTPROCESS_RE = re.compile(r"nms|non_max|suppress|post_?process|decode|to_coco|detections?$|"
-                            r"beam|greedy|^_*search$", re.IGNORECASE)
+                            r"beam|greedy|^_*search$|translate_batch", re.IGNORECASE)
 
 
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
