@@ -74,7 +74,8 @@ def _off_by_default(ctx: ModuleContext, call: ast.Call) -> bool:
 
 
 def _more_than_one_gpu_asked(ctx: ModuleContext, test: ast.expr) -> bool:
-    """`n_gpu > 1` / `args.n_GPUs >= 2` on a GPU count setting whose default is 0 or 1."""
+    """`n_gpu > 1` / `args.n_GPUs >= 2` on a GPU count option whose default is 0 or 1 (not
+    one the program fills in at run time, `args.n_gpu = torch.cuda.device_count()`)."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1
             and isinstance(test.comparators[0], ast.Constant)):
         return False
@@ -86,7 +87,8 @@ def _more_than_one_gpu_asked(ctx: ModuleContext, test: ast.expr) -> bool:
     if name is None or not GPU_COUNT_RE.match(name):
         return False
     setting = ctx.program.setting(name)
-    return setting is not None and setting.default in (0, 1, None)
+    default = setting.default if setting is not None else None
+    return isinstance(default, int) and not isinstance(default, bool) and default in (0, 1)
 
 
 def _inference_only(ctx: ModuleContext, call: ast.Call) -> bool:
