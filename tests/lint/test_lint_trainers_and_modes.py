@@ -813,3 +813,65 @@ def test_data_parallel_that_the_user_must_ask_for_is_not_the_run(tmp_path):
     lines = {line for _, line, _ in found(run, "LT015")}
     # a machine with several GPUs gets it by itself: reported
     assert lines == {line_of(DP_SCRIPT, "if n_gpu > 1:") + 1}
+
+
+# ---------------------------------------------------------------- masks built on the host
+MASKS = """
+import torch
+from torch import nn
+
+
+class TriangularCausalMask:
+    def __init__(self, B, L, device="cpu"):
+        shape = [B, 1, L, L]
+        with torch.no_grad():
+            self._mask = torch.triu(torch.ones(shape, dtype=torch.bool), diagonal=1).to(device)
+
+    @property
+    def mask(self):
+        return self._mask
+
+
+class Attention(nn.Module):
+    def forward(self, queries, keys):
+        B, L, _ = queries.shape
+        scores = torch.einsum("ble,bse->bls", queries, keys)
+        causal = TriangularCausalMask(B, L, device=queries.device)
+        return scores.masked_fill(causal.mask[:, 0], -1e9).softmax(-1)
+
+
+class MeanAggregator(nn.Module):
+    def forward(self, embed_matrix, rows, cols, n_rows, n_cols):
+        mask = torch.zeros(n_rows, n_cols)
+        mask[rows, cols] = 1
+        num_neigh = mask.sum(1, keepdim=True)
+        mask = mask.div(num_neigh).to(embed_matrix.device)
+        return mask.mm(embed_matrix)
+"""
+
+MASKS_TRAIN = """
+import torch
+from torch.utils.data import DataLoader
+from layers import Attention, MeanAggregator
+
+attn, agg = Attention().cuda(), MeanAggregator().cuda()
+opt = torch.optim.SGD(list(attn.parameters()) + list(agg.parameters()) + [torch.zeros(1)], 0.1)
+data = torch.utils.data.TensorDataset(torch.randn(64, 4, 8))
+for (x,) in DataLoader(data, batch_size=8, num_workers=2, persistent_workers=True,
+                       pin_memory=True):
+    x = x.cuda(non_blocking=True)
+    loss = attn(x, x).mean() + agg(x[0], [0, 1], [1, 2], 4, 4).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_host_masks_made_per_batch_in_a_constructor_or_by_arithmetic(tmp_path):
+    run = program(tmp_path, {"layers.py": MASKS, "train.py": MASKS_TRAIN})
+    got = found(run, "LT012")
+    # `TriangularCausalMask(...)` is built in every forward: its __init__ runs per batch
+    assert ("layers.py", line_of(MASKS, "self._mask = torch.triu(torch.ones("), "LT012") in got
+    # `torch.zeros(...)`, filled with a constant, divided on the host, then moved
+    assert ("layers.py", line_of(MASKS, "mask = mask.div(num_neigh).to(embed_matrix.device)"),
+            "LT012") in got

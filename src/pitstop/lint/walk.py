@@ -756,11 +756,23 @@ class Walker:
         if st.depth >= MAX_FOLLOW_DEPTH:
             return
         ctx = self.ctx
-        target = ctx.function_target(call, st)
+        target = ctx.function_target(call, st) or self._constructor(call, st)
         if target is not None:
             self._follow_into(call, st, *target)
         for override in self.overrides(call, st, target[1] if target else None):
             self._follow_into(call, st, *override)
+
+    def _constructor(self, call: ast.Call, st: State) -> tuple[ModuleContext, FuncDef] | None:
+        """`TriangularCausalMask(B, L, device=x.device)` made per batch: the `__init__` of
+        a plain class of the program (not a module: one built per batch is rare, and its
+        parameters are made for training) runs every time."""
+        if not st.per_batch:
+            return None
+        sym = self.ctx.callee_sym(call, st)
+        if sym is None or sym.kind != "class" \
+                or self.ctx.program.class_is(sym.module, sym.name, "module"):
+            return None
+        return self.ctx.function_named(sym.module, f"{sym.name}.__init__")
 
     def overrides(self, call: ast.Call, st: State, fn: FuncDef | None
                    ) -> list[tuple[ModuleContext, FuncDef]]:

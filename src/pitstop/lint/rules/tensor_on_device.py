@@ -32,7 +32,13 @@ _PASS_THROUGH = frozenset({"unsqueeze", "expand", "expand_as", "view", "reshape"
                            "int", "bool", "half", "repeat", "t", "flip", "squeeze", "type",
                            # in-place fills hand back the (CPU) tensor they filled
                            "fill_", "zero_", "random_", "normal_", "uniform_", "bernoulli_",
-                           "exponential_", "geometric_", "index_fill_", "scatter_"})
+                           "exponential_", "geometric_", "index_fill_", "scatter_",
+                           # arithmetic and shape methods: computed on the CPU as well
+                           # (`mask.div(num_neigh).to(x.device)`)
+                           "div", "mul", "add", "sub", "div_", "mul_", "add_", "sub_",
+                           "triu", "tril", "cumsum", "exp", "log", "sqrt", "pow", "abs",
+                           "clamp", "masked_fill", "masked_fill_", "contiguous", "permute",
+                           "transpose", "triu_", "tril_"})
 
 
 # torch functions whose result lives where their (first) input does
