@@ -875,3 +875,35 @@ def test_host_masks_made_per_batch_in_a_constructor_or_by_arithmetic(tmp_path):
     # `torch.zeros(...)`, filled with a constant, divided on the host, then moved
     assert ("layers.py", line_of(MASKS, "mask = mask.div(num_neigh).to(embed_matrix.device)"),
             "LT012") in got
+
+
+PIN_BY_DEFAULT = """
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+
+def get_data_loader(batch_size=8, num_workers=2, pin_memory=True):
+    data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randn(64, 8))
+    return DataLoader(data, batch_size=batch_size, num_workers=num_workers,
+                      pin_memory=pin_memory, persistent_workers=True)
+
+
+device = torch.device("cuda")
+model = nn.Linear(8, 8).to(device)
+opt = torch.optim.SGD(model.parameters(), 0.1)
+loader = get_data_loader(batch_size=16)
+for epoch in range(3):
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_loader_pinned_by_its_factorys_default_wants_non_blocking_copies(tmp_path):
+    run = program(tmp_path, {"train.py": PIN_BY_DEFAULT})
+    assert ("train.py", line_of(PIN_BY_DEFAULT, "x, y = x.to(device), y.to(device)"), "LT008") \
+        in found(run, "LT008")

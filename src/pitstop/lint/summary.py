@@ -203,9 +203,23 @@ def _pins(index: ModuleIndex, call: ast.Call) -> tuple[str, ...]:
         d = flag_descriptor(v)
         if d == "unknown" and isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name):
             d = f"setting:{v.attr}"  # `pin_memory=self.pin` of an object's field
+        if d == "unknown" and isinstance(v, ast.Name):
+            d = _param_flag(index, call, v.id)
         # (`pin_memory=torch.cuda.is_available()`: on a GPU, the path judged here, yes)
         out.append("true" if d == "gpu" else d)
     return tuple(out)
+
+
+def _param_flag(index: ModuleIndex, call: ast.Call, name: str) -> str:
+    """`def get_data_loaders(..., pin_memory=True): ... DataLoader(..., pin_memory=
+    pin_memory)`: the literal default of the enclosing function's parameter, when the
+    function never assigns the name itself (what a call that leaves it out gets)."""
+    fn = index.owner.get(call)
+    if fn is None or name not in param_names(fn) \
+            or index.scoped_assigns.get((fn, name)):
+        return "unknown"
+    default = param_default(fn, name)
+    return flag_descriptor(ast.Constant(default)) if isinstance(default, bool) else "unknown"
 
 
 _CPU_DEVICES = frozenset({"str:cpu", "device:cpu"})
