@@ -387,6 +387,10 @@ class LARS(Optimizer):
                     state["step"] = 0
                     state["momentum_buffer"] = torch.zeros_like(p)
                 state["step"] += 1
+                state.setdefault("n_iter", 0)
+                state["n_iter"] += 1
+                if state["n_iter"] == 1:
+                    state["momentum_buffer"].zero_()
                 bias_correction = 1 - 0.9 ** state["step"]
                 step_size = lr * math.sqrt(bias_correction)
                 if lr > 0 and step_size > 0:
@@ -424,7 +428,8 @@ def test_an_optimizer_of_the_program_syncs_in_its_step(tmp_path):
     # the group's settings and the state's step count are Python numbers, the state a dict
     assert not {line for _, line, _ in got} & {
         line_of(LARS, "if lr > 0 and step_size > 0:"), line_of(LARS, 'if group["exclude"]:'),
-        line_of(LARS, "if not state:"), line_of(LARS, "step_size = lr * math.sqrt(")}
+        line_of(LARS, "if not state:"), line_of(LARS, "step_size = lr * math.sqrt("),
+        line_of(LARS, 'if state["n_iter"] == 1:')}
     messages = [f.message for f in run.findings if f.code == "LT001"]
     assert all("optimizer's `step`" in m for m in messages), messages
 

@@ -104,6 +104,29 @@ COMPUTING_METHOD_RE = re.compile(r"loss|forward|predict|infer|decode|encode|logi
 # An average meter (`AverageMeter().update(val, n)`) fed GPU tensors keeps its sums on the GPU:
 # the walk notes it under the meter's name plus this suffix; these are its GPU reads
 METER = "#meter"
+def _counts(fn: ast.AST, key: str) -> bool:
+    """Does ``fn`` keep a number under ``key`` (`state["n_iter"] += 1`,
+    `state.setdefault("func_evals", 0)`): an optimizer's counter, not a buffer?"""
+    def number(v: ast.AST | None) -> bool:
+        return isinstance(v, ast.Constant) and isinstance(v.value, (int, float)) \
+            and not isinstance(v.value, bool)
+
+    def keyed(t: ast.AST) -> bool:
+        return isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant) \
+            and t.slice.value == key
+
+    for n in ast.walk(fn):
+        if isinstance(n, ast.AugAssign) and keyed(n.target) and number(n.value):
+            return True
+        if isinstance(n, ast.Assign) and number(n.value) and any(keyed(t) for t in n.targets):
+            return True
+        if isinstance(n, ast.Call) and callee_tail(n) == "setdefault" and len(n.args) == 2 \
+                and isinstance(n.args[0], ast.Constant) and n.args[0].value == key \
+                and number(n.args[1]):
+            return True
+    return False
+
+
 def meter_key(node: ast.AST) -> str | None:
     """The name a meter is noted under: `top1`, `self.meters.loss`, or a meter kept in a
     dict by a literal key (`train_meters["top1"]`)."""
@@ -283,8 +306,9 @@ class ValueModel:
             if held == PARAM_STATE:
                 return PARAM_STATE_ENTRY
             if held == PARAM_STATE_ENTRY:
-                return CPU if isinstance(node.slice, ast.Constant) \
-                    and node.slice.value == "step" else GPU
+                key = node.slice.value if isinstance(node.slice, ast.Constant) else None
+                return CPU if key == "step" or (isinstance(key, str) and st.func is not None
+                                                 and _counts(st.func, key)) else GPU
             item = self._dict_item(node, st)
             if item is not None:  # `metrics["step"]` of `metrics = {"loss": loss, "step": n}`
                 return self.kind(item, st)
