@@ -434,11 +434,7 @@ LINT_DOCS = (
         title="torch.nn.DataParallel used for training",
         what=(
             "Finds `nn.DataParallel(...)` and its functional form "
-            "`nn.parallel.data_parallel(...)` in a program that trains. It is reported where a "
-            "machine with several GPUs gets it by itself (`if torch.cuda.device_count() > 1:`), "
-            "not where the user must ask for it: under an opt-in flag that is off by default "
-            "(`if args.dp:`) or under `if n_gpu > 1:` on a GPU count option whose default is 1 "
-            "(`--ngpu 1`), nor in a function that only evaluates."
+            "`nn.parallel.data_parallel(...)` in a program that trains."
         ),
         why=(
             "DataParallel runs one process with a thread per GPU: it scatters inputs and "

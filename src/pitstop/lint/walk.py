@@ -27,17 +27,22 @@ from pitstop.lint.astutil import (
     root_name,
     target_names,
 )
+from pitstop.lint.entry_env import EntryEnv
 from pitstop.lint.index import LOOPS, FuncDef, is_optimizer_class
 from pitstop.lint.loops import ENGINES, LIGHTNING_HOOKS
+from pitstop.lint.stmt_shapes import (
+    NAMED_ITEMS,
+    only_reports,
+    refills_cache,
+    serves_cached,
+    used_as_string,
+)
 from pitstop.lint.values import (
     CPU,
     DERIVED,
     GPU,
     GPU_LIST,
-    HOST_METHODS,
     MASK,
-    MASK_METHODS,
-    META_ATTRS,
     METER,
     MODEL,
     PARAM_GROUP,
@@ -54,17 +59,6 @@ if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
 
 MAX_FOLLOW_DEPTH = 4
-# Parameters of forward() that are switches, not inputs (`forward(self, labels, train)`).
-# Optional forward() inputs that are host values: lengths (`pack_padded_sequence` wants
-# them on the CPU), sizes, settings.
-HOST_INPUT_RE = re.compile(r"len|size|shape|count|cfg|config|opt|kwargs|hidden|state|cache|"
-                           r"past|mem|^h$|^c$|^hx$", re.IGNORECASE)
-FLAG_PARAM_RE = re.compile(r"^(train|training|is_train(ing)?|eval|evaluate|mode|phase|split|"
-                           r"stage|verbose|debug|deterministic|inference|test|i|j|k|n|it|layer|topk|top_k|"
-                           r"model_type|name)$|^(return|use|with|is|do|enable|apply|need|force|"
-                           r"num|n|max|min)_|_(mode|flag|only|type|name|len|size|num|count|phase|"
-                           r"idx|index)$|step|epoch|iter|^(seq_|max_)?len(gth)?s?$|size$",
-                           re.IGNORECASE)
 # Functions that time or profile code: their loops synchronize on purpose.
 MEASURE_RE = re.compile(r"profil|bench|throughput|timing|measure|speed_test|latency",
                         re.IGNORECASE)
@@ -124,7 +118,7 @@ class Walker:
         self.ctx = ctx
         self.rules: list[HotRule] = []
         self._walked: set[tuple[int, frozenset[str], str]] = set()
-        self._class_env: dict[ast.ClassDef, dict[str, str]] = {}
+        self.entry = EntryEnv(ctx)
 
     # ------------------------------------------------------------------ entry
     def run(self, rules: list[HotRule]) -> None:
@@ -153,9 +147,9 @@ class Walker:
                     # calls it: once per batch as well)
                     # forward() runs once per batch. Its arguments' devices are unknown, so
                     # only rules that do not depend on them look at it (tensor-on-device).
-                    env = {**global_env, **self.class_env(cls)}  # type: ignore[arg-type]
+                    env = {**global_env, **self.entry.class_env(cls)}  # type: ignore[arg-type]
                     if ctx.gpu_program:
-                        env.update(self.forward_inputs(fn))
+                        env.update(self.entry.forward_inputs(fn))
                     hot = HotLoop(fn, "forward", fn.lineno, ctx.path)
                     self.walk_body(fn.body, State(hot=hot, env=env, func=fn))
                     continue
@@ -166,7 +160,7 @@ class Walker:
                         and is_optimizer_class(cls, ctx.aliases) and not ctx.unused_definition(fn):
                     # an optimizer of the program's own: step() runs once per training
                     # step, over the model's parameters (`for p in group["params"]`)
-                    env = {**global_env, **self.class_env(cls), "self.param_groups": PARAM_GROUPS,
+                    env = {**global_env, **self.entry.class_env(cls), "self.param_groups": PARAM_GROUPS,
                            "self.state": PARAM_STATE}
                     hot = HotLoop(fn, "step", fn.lineno, ctx.path)
                     self.walk_body(fn.body, State(hot=hot, env=env, func=fn))
@@ -175,8 +169,8 @@ class Walker:
                     continue  # no loop of its own: walked only when a hot loop calls it
                 env = dict(global_env)
                 if cls is not None:
-                    env.update(self.class_env(cls))
-                env.update(self.param_env(fn))
+                    env.update(self.entry.class_env(cls))
+                env.update(self.entry.param_env(fn))
                 if hook and is_module:
                     hot = HotLoop(fn, hook, fn.lineno, ctx.path)
                     params = [a.arg for a in fn.args.args[1:]]
@@ -242,82 +236,6 @@ class Walker:
             st.batch.add(params[1])
         self.walk_body(fn.body, st)
 
-    def forward_inputs(self, fn: FuncDef) -> dict[str, str]:
-        """In a GPU program, the inputs a module's forward() is handed (its parameters
-        without a default) live where the module does; what the others hold comes from
-        the program's calls, as for any function."""
-        env = self.param_env(fn)
-        positional = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-        required = positional[:len(positional) - len(fn.args.defaults)]
-        # (`range(startp + 1, endp)`: positions and counts, Python ints)
-        counts = {n.id for c in ast.walk(fn) if isinstance(c, ast.Call)
-                  and isinstance(c.func, ast.Name) and c.func.id == "range"
-                  for a in c.args for n in ast.walk(a) if isinstance(n, ast.Name)}
-        for name in required:
-            if name != "self" and not FLAG_PARAM_RE.search(name) and name not in counts:
-                env.setdefault(name, GPU)
-        # (`labels=None`, `attention_mask=None`: optional inputs, tensors when given)
-        for name, d in zip(positional[len(required):], fn.args.defaults, strict=True):
-            if isinstance(d, ast.Constant) and d.value is None and name not in counts \
-                    and not FLAG_PARAM_RE.search(name) and not HOST_INPUT_RE.search(name) \
-                    and _used_as_tensor(fn, name):
-                env.setdefault(name, GPU)
-        return env
-
-    def param_env(self, fn: FuncDef) -> dict[str, str]:
-        """What the program's callers pass for the function's parameters."""
-        ctx = self.ctx
-        env: dict[str, str] = {}
-        qn = ctx.index.qualname_of(fn)
-        for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
-            if a.arg in {"self", "cls"}:
-                continue
-            r = ctx.program.param(ctx.key, qn, a.arg)
-            k = ctx.kind_of_resolved(r)
-            if k is not None:
-                env[a.arg] = k
-        return env
-
-    def class_env(self, cls: ast.ClassDef) -> dict[str, str]:
-        """Kinds of ``self.x`` attributes assigned in the class's methods."""
-        cached = self._class_env.get(cls)
-        if cached is not None:
-            return cached
-        ctx = self.ctx
-        env: dict[str, str] = {}
-        self._class_env[cls] = env
-        st = State(env={})
-        summary = ctx.program.klass(ctx.key, cls.name)
-        on_gpu = ctx.gpu_program and ctx.program.class_is(ctx.key, cls.name, "module")
-        for node in ast.walk(cls):
-            if on_gpu and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and node.func.attr in {"register_buffer", "register_parameter"} \
-                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
-                    and node.args and isinstance(node.args[0], ast.Constant) \
-                    and isinstance(node.args[0].value, str):
-                # a buffer moves with its module: on the GPU once the model is there
-                env[f"self.{node.args[0].value}"] = GPU
-                continue
-            if isinstance(node, ast.Assign) and all(
-                    (dotted(t) or "").startswith("self.") for t in node.targets):
-                if isinstance(node.value, ast.Constant) and node.value.value is None:
-                    continue  # `self._network = None`: a placeholder, filled elsewhere
-                k = ctx.values.kind(node.value, st)
-                for t in node.targets:
-                    name = dotted(t) or ""
-                    if k is None and summary is not None and name[5:] in summary.attrs:
-                        k2 = ctx.kind_of_resolved(ctx.program.resolve(ctx.key, summary.attrs[name[5:]]))
-                        if k2 is not None:
-                            env[name] = k2
-                            continue
-                    if k is None and isinstance(node.value, ast.Call) and (
-                            callee_tail(node.value)[:1].isupper()) and name in ctx.index.model_names:
-                        env[name] = MODEL
-                        continue
-                    if (k is not None and k not in {GPU, MASK}) or k is not None:
-                        env[name] = k
-        return env
-
     # ------------------------------------------------------------------ statements
     def walk_body(self, stmts: list[ast.stmt], st: State) -> None:
         rest = st
@@ -331,7 +249,7 @@ class Walker:
                          or loops.gates_progress(stmt.test, rest)):
                 rest = replace(rest, rare=True)
             elif rest.hot is not None and not rest.rare and isinstance(stmt, ast.If) \
-                    and not stmt.orelse and _serves_cached(stmt, stmts[i + 1:]):
+                    and not stmt.orelse and serves_cached(stmt, stmts[i + 1:]):
                 rest = replace(rest, rare=True)  # what follows runs on a cache miss only
 
     def walk_stmt(self, stmt: ast.stmt, st: State) -> None:
@@ -409,7 +327,7 @@ class Walker:
             if not rare and st.hot is not None and ctx.loops.off_by_default_level(stmt.test) \
                     and not ctx.loops.has_markers(stmt.body, st, into_loops=False):
                 rare = True  # `if opt.debug > 0:` with --debug 0 by default: off unless asked
-            if not rare and st.hot is not None and _refills_cache(stmt) \
+            if not rare and st.hot is not None and refills_cache(stmt) \
                     and not ctx.loops.has_markers(stmt.body, st, into_loops=False):
                 rare = True  # `if self.grid[i].shape != x.shape: self.grid[i] = ...`: a cache
             if st.hot is None and not st.optional and ctx.loops.opt_in(stmt.test, st):
@@ -419,7 +337,7 @@ class Walker:
                 return
             # (a test on GPU values that only reports, `if torch.min(y) < -1: print(...)`,
             # checks the data: its body is the exception, the test itself is the sync)
-            checks_data = st.per_batch and not stmt.orelse and _only_reports(stmt.body) \
+            checks_data = st.per_batch and not stmt.orelse and only_reports(stmt.body) \
                 and ctx.values.kind(stmt.test, st) in (GPU, MASK)
             self.walk_body(stmt.body, replace(st, rare=True) if st.hot and (
                 rare or checks_data or self._leaves_loop(stmt.body, st)) else st)
@@ -427,7 +345,7 @@ class Walker:
             after_body = dict(st.env) if stmt.orelse and not (stmt.body and isinstance(
                 stmt.body[-1], (ast.Continue, ast.Break, ast.Return, ast.Raise))) else None
             self.walk_body(stmt.orelse, replace(st, rare=True) if st.hot and stmt.orelse
-                           and (self._leaves_loop(stmt.orelse, st) or _serves_cached(stmt))
+                           and (self._leaves_loop(stmt.orelse, st) or serves_cached(stmt))
                            else st)
             if after_body:  # a GPU value on one branch may be what reaches the code below
                 for name, k in after_body.items():
@@ -600,7 +518,7 @@ class Walker:
             if ik == GPU and isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2 \
                     and isinstance(loop.iter, ast.Call) and (
                         callee_tail(loop.iter) in NAMED_ITEMS
-                        or _used_as_string(loop.target.elts[0], loop.body)):
+                        or used_as_string(loop.target.elts[0], loop.body)):
                 for name in target_names(loop.target.elts[0]):
                     inner.env[name] = CPU  # the keys of a dict of GPU tensors are host values
             params = self._parameters_of_model(loop, st)
@@ -803,7 +721,7 @@ class Walker:
         caller_cls = ctx.index.class_of.get(st.func) if st.func is not None else None
         if cls is not None and (tctx is not ctx or cls is not caller_cls):
             # (a subclass's override called from its base: what its own __init__ sets)
-            for k, v in tctx.walker.class_env(cls).items():
+            for k, v in tctx.walker.entry.class_env(cls).items():
                 env.setdefault(k, v)
         params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
         if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
@@ -834,41 +752,6 @@ class Walker:
         tctx.walker.walk_body(fn.body, sub)
 
 
-# What code reads off a tensor it was handed (an object with other attributes is no tensor)
-TENSOR_ATTRS = HOST_METHODS | MASK_METHODS | META_ATTRS | frozenset({
-    "view", "reshape", "float", "long", "int", "half", "double", "bool", "byte", "to", "cuda",
-    "sum", "mean", "max", "min", "argmax", "argmin", "any", "all", "abs", "exp", "log",
-    "unsqueeze", "squeeze", "expand", "expand_as", "view_as", "reshape_as", "repeat",
-    "transpose", "permute", "contiguous", "flatten", "masked_fill", "masked_fill_",
-    "type_as", "clone", "detach", "new_zeros", "new_ones", "new_full", "new_tensor",
-    "gather", "index_select", "scatter", "scatter_", "chunk", "split", "narrow", "t",
-    "matmul", "bmm", "mul", "add", "sub", "div", "pow", "sqrt", "softmax", "log_softmax",
-    "sigmoid", "tanh", "relu", "clamp", "fill_", "zero_", "copy_", "nonzero", "cumsum",
-    "sort", "topk", "norm", "data"})
-
-
-def _used_as_tensor(fn: FuncDef, name: str) -> bool:
-    """Does ``fn`` use its parameter ``name`` as a tensor (`valid_ids[i]`, `mask.float()`)
-    and never as an option: a bare truth test (`if scale:`, `a if mems else b`) or a
-    comparison with a number (`temp == 1.0`)?"""
-    def is_it(node: ast.AST | None) -> bool:
-        return isinstance(node, ast.Name) and node.id == name
-
-    tensor = False
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Subscript) and is_it(node.value):
-            tensor = True
-        elif isinstance(node, ast.Attribute) and is_it(node.value):
-            if node.attr not in TENSOR_ATTRS:
-                return False  # `emb_decoder.apply_fuse`: an object of its own
-            tensor = True
-        elif (isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)) and is_it(node.test)) or (isinstance(node, ast.BoolOp) and any(is_it(v) for v in node.values)) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and is_it(node.operand)) or (isinstance(node, ast.Compare) and any(is_it(x) for x in (node.left, *node.comparators)) \
-                and any(isinstance(x, ast.Constant) and isinstance(x.value, (int, float))
-                        and not isinstance(x.value, bool) for x in (node.left, *node.comparators))):
-            return False
-    return tensor
-
-
 def is_loader_value(k: str | None) -> bool:
     return is_loader_kind(k)
 
@@ -887,80 +770,3 @@ def _host_tensor_name(ctx: ModuleContext, name: str, st: State) -> bool:
                 "Tensor") or callee_tail(v) == "cpu"):
             return True
     return False
-
-
-REPORTERS = frozenset({"print", "warn", "warning", "info", "debug", "error", "log", "write"})
-
-
-def _only_reports(body: list[ast.stmt]) -> bool:
-    """A branch that only prints, logs, warns, raises or leaves."""
-    for stmt in body:
-        if isinstance(stmt, (ast.Raise, ast.Continue, ast.Break, ast.Pass)):
-            continue
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
-                and callee_tail(stmt.value) in REPORTERS:
-            continue
-        return False
-    return bool(body)
-
-
-def _refills_cache(stmt: ast.If) -> bool:
-    """`if self.grid[i].shape[2:4] != x.shape[2:4]: self.grid[i] = make_grid(...)` or
-    `if self.mask is None: self.mask = ...`: the body stores into an attribute or item the
-    test looks at, so it runs when the cached value is stale, not on every iteration."""
-    stored = {ast.unparse(t) for s in stmt.body if isinstance(s, (ast.Assign, ast.AnnAssign))
-              for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
-              if isinstance(t, (ast.Attribute, ast.Subscript))}
-    test = stmt.test
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
-        # `if key not in cache: cache[key] = ...` (the same key: a different one misses)
-        return f"{ast.unparse(test.comparators[0])}[{ast.unparse(test.left)}]" in stored
-    return bool(stored) and _tests_staleness(test) and any(
-        ast.unparse(n) in stored for n in ast.walk(test)
-        if isinstance(n, (ast.Attribute, ast.Subscript)))
-
-
-def _serves_cached(stmt: ast.If, after: list[ast.stmt] | None = None) -> bool:
-    """`if key in cache: return cache[key]`, then (in its `else:`, or in the statements
-    ``after`` it) `... cache[key] = built`: that code runs on a cache miss only (once per
-    key), not on every iteration."""
-    test = stmt.test
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.In) and stmt.body
-            and isinstance(stmt.body[-1], ast.Return) and stmt.body[-1].value is not None):
-        return False
-    item = f"{ast.unparse(test.comparators[0])}[{ast.unparse(test.left)}]"
-    miss = stmt.orelse if after is None else after
-    return ast.unparse(stmt.body[-1].value) == item and any(
-        isinstance(n, ast.Assign) and any(ast.unparse(t) == item for t in n.targets)
-        for s in miss for n in ast.walk(s))
-
-
-def _tests_staleness(test: ast.expr) -> bool:
-    """Does ``test`` ask whether a cached value is missing or stale (`is None`, `not x`,
-    `!=`, `not hasattr(...)`, either of those), not whether it is there (`is not None`)?"""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        return any(_tests_staleness(v) for v in test.values)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return True
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        op, right = test.ops[0], test.comparators[0]
-        return isinstance(op, ast.NotEq) or (
-            isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None)
-    return False
-
-
-# iterators of (name, tensor) pairs
-NAMED_ITEMS = frozenset({"items", "named_parameters", "named_buffers", "named_modules",
-                         "named_children"})
-_STR_METHODS = frozenset({"replace", "startswith", "endswith", "split", "rsplit", "lower",
-                          "upper", "strip", "join", "partition", "rpartition"})
-
-
-def _used_as_string(target: ast.expr, body: list[ast.stmt]) -> bool:
-    """`for n, p in gen_params(): n = n.replace(".", "__")`: the first item is a name."""
-    if not isinstance(target, ast.Name):
-        return False
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and n.func.attr in _STR_METHODS and isinstance(n.func.value, ast.Name)
-               and n.func.value.id == target.id for stmt in body for n in ast.walk(stmt))

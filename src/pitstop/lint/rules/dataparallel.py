@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ast
-import re
 
 from pitstop.lint.astutil import callee_tail, dotted, qualname
 from pitstop.lint.context import OR, ModuleContext
@@ -35,7 +34,7 @@ def check(ctx: ModuleContext) -> None:
                 form = f"`{tail}` (a subclass of `nn.DataParallel`)"
             else:
                 continue
-            if _inference_only(ctx, call) or _off_by_default(ctx, call):
+            if _inference_only(ctx, call):
                 continue
             ctx.report(
                 CODE, call,
@@ -45,50 +44,6 @@ def check(ctx: ModuleContext) -> None:
                 "torchrun).",
                 condition=f"+train_program{OR}train_run",  # the program trains
             )
-
-
-# A count of GPUs the user sets (`--n_GPUs 1`, `opt.ngpu`), as opposed to one measured
-# (`torch.cuda.device_count()`): DataParallel under `if n_gpu > 1:` waits for it.
-GPU_COUNT_RE = re.compile(r"^(n_?gpus?|num_?gpus?|ngpus?|gpus|gpu_num|n_gpu_use)$", re.IGNORECASE)
-
-
-def _off_by_default(ctx: ModuleContext, call: ast.Call) -> bool:
-    """Is the wrapper built only when the user asks: under an opt-in flag that is off by
-    default (`if args.dp:`, `if FLAGS.parallel:`), or under `if n_gpu > 1:` on a GPU
-    count option whose default is 1 (`self.ngpu > 1` in DCGAN-style models)?"""
-    if ctx.loops.under_opt_in(call):
-        return True
-    parents = ctx.parents
-    child: ast.AST = call
-    parent = parents.get(call)
-    while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                          ast.ClassDef, ast.Lambda)):
-        if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
-            tests = parent.test.values if isinstance(parent.test, ast.BoolOp) \
-                and isinstance(parent.test.op, ast.And) else [parent.test]
-            in_body = child in (parent.body if isinstance(parent.body, list) else [parent.body])
-            if in_body and any(_more_than_one_gpu_asked(ctx, t) for t in tests):
-                return True
-        child, parent = parent, parents.get(parent)
-    return False
-
-
-def _more_than_one_gpu_asked(ctx: ModuleContext, test: ast.expr) -> bool:
-    """`n_gpu > 1` / `args.n_GPUs >= 2` on a GPU count option whose default is 0 or 1 (not
-    one the program fills in at run time, `args.n_gpu = torch.cuda.device_count()`)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.comparators[0], ast.Constant)):
-        return False
-    op, bound = test.ops[0], test.comparators[0].value
-    if not ((isinstance(op, ast.Gt) and bound == 1) or (isinstance(op, ast.GtE) and bound == 2)):
-        return False
-    name = test.left.attr if isinstance(test.left, ast.Attribute) else (
-        test.left.id if isinstance(test.left, ast.Name) else None)
-    if name is None or not GPU_COUNT_RE.match(name):
-        return False
-    setting = ctx.program.setting(name)
-    default = setting.default if setting is not None else None
-    return isinstance(default, int) and not isinstance(default, bool) and default in (0, 1)
 
 
 def _inference_only(ctx: ModuleContext, call: ast.Call) -> bool:
