@@ -178,7 +178,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--do_train", action="store_true")
     parser.add_argument("--do_eval", action="store_true")
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--do_predict", action="store_true")
     args = parser.parse_args()
     device = torch.device("cuda")
     model = Ner.from_pretrained("bert-base-cased").to(device)
@@ -199,7 +199,7 @@ def main():
             with torch.no_grad():
                 logits = model(batch[0].to(device))
             logits = logits.detach().cpu().numpy()
-    if args.profile:
+    if args.do_predict:
         model.eval()
         for batch in DataLoader(data, batch_size=8):
             with torch.no_grad():
@@ -217,7 +217,7 @@ def test_the_modes_of_a_do_train_do_eval_script_are_its_run(tmp_path):
     got = found(run, "LT001")
     assert ("run_ner.py", line_of(NER_SCRIPT, "tr_loss += loss.item()"), "LT001") in got
     assert ("run_ner.py", line_of(NER_SCRIPT, "logits = logits.detach().cpu()"), "LT001") in got
-    # a flag that asks for extra work stays a request: its loop is not the run
+    # predicting is a request the training run does not make: its loop is not the run
     assert ("run_ner.py", line_of(NER_SCRIPT, "print(out.sum().item())"), "LT001") not in got
 
 

@@ -90,8 +90,8 @@ EVAL_STEP_RE = re.compile(r"^_*(eval(uate|uation)?|valid(ate|ation)?|val|test|pr
 # Iterables that count steps, not pieces of data.
 COUNTERS = frozenset({"range", "trange", "reversed", "arange", "linspace", "count", "product"})
 # `--do_train --do_eval`: the modes of a Hugging Face style script, which its README runs
-# together; off by default, but not a request for extra work.
-RUN_MODE_RE = re.compile(r"^do_(train|eval|test|predict)$")
+# together; off by default, but not a request for extra work (`--do_predict` is one).
+RUN_MODE_RE = re.compile(r"^do_(train|eval)$")
 HANDED_BATCHES_RE = re.compile(r"loader|iter|data|batch|^dl$|^ds$|set$", re.IGNORECASE)
 # Functions that hand out the next batch (a loop calling one takes a batch per iteration).
 GET_BATCH_RE = re.compile(r"^(get|next|sample|load|fetch|draw)_batch(es)?$|^get_(train|val|eval)_"
