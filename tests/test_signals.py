@@ -63,6 +63,12 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _python(script: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` in a fresh interpreter with pitstop importable; its output captured."""
+    return subprocess.run([sys.executable, "-c", script], env=pitstop_env(), capture_output=True,
+                          text=True, timeout=120)
+
+
 def _start(args: list[str], *, code: str | None = None) -> subprocess.Popen[str]:
     argv = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "pitstop", *args]
     return subprocess.Popen(argv, env=pitstop_env(), stdout=subprocess.PIPE,
@@ -247,8 +253,7 @@ def test_a_loader_iterator_cut_short_by_an_interruption_prints_no_traceback() ->
         "    other = Other()\n"
         "    del other\n"
         "print('ended', flush=True)\n")
-    r = subprocess.run([sys.executable, "-c", script], env=pitstop_env(), capture_output=True,
-                       text=True, timeout=120)
+    r = _python(script)
     assert r.returncode == 0 and "ended" in r.stdout, r.stderr
     assert "_shutdown" not in r.stderr and "DataLoaderIter" not in r.stderr, r.stderr
     assert "a real bug in a finalizer" in r.stderr
@@ -339,8 +344,7 @@ def test_a_worker_stays_quiet_when_its_interrupted_parent_hangs_up() -> None:
         "    os.write(go_w, b'x')\n"
         "    os.waitpid(pid, 0)\n"
         "print('served', flush=True)\n")
-    r = subprocess.run([sys.executable, "-c", script], env=pitstop_env(), capture_output=True,
-                       text=True, timeout=120)
+    r = _python(script)
     assert r.returncode == 0 and "served" in r.stdout, r.stderr
     assert "resource_sharer" not in r.stderr and "Broken pipe" not in r.stderr, r.stderr
     assert "a real failure" in r.stderr  # anything else still reaches the hook

@@ -24,7 +24,17 @@ from pitstop.lint.loops import LoopModel
 from pitstop.lint.model import Fix, LintFinding
 from pitstop.lint.program import Origin, Program, Resolved, Sym
 from pitstop.lint.summary import Describer, summarize
-from pitstop.lint.values import CPU, GPU, LOADER, MASK, MODEL, PLACED, ValueModel
+from pitstop.lint.values import (
+    CPU,
+    GPU,
+    LOADER,
+    MASK,
+    MODEL,
+    PLACED,
+    ValueModel,
+    loader_key,
+    loader_ref,
+)
 from pitstop.lint.walk import HotLoop, HotRule, State, Walker
 
 if TYPE_CHECKING:
@@ -334,15 +344,16 @@ class ModuleContext:
     def note_batches_to_gpu(self, loader_kind: str | None) -> None:
         """Batches of a loader (or of some loader of this module) go to the GPU."""
         self.moves_batches_to_gpu = True
-        if loader_kind and loader_kind.startswith("loader@"):
-            self.analysis.uses.add(USE_GPU + loader_kind[7:].removesuffix(PLACED))
+        key = loader_key(loader_kind)
+        if key is not None:
+            self.analysis.uses.add(USE_GPU + key)
         # the program's batches go to the GPU: so will those of its other loaders
         self.analysis.uses.add(USE_GPU_ANY + self.key)
 
     def note_loader_use(self, loader_kind: str | None, *, epochs: bool, trains: bool) -> None:
         """A loop iterates a loader: repeatedly (``epochs``) or once, training or not."""
-        if loader_kind and loader_kind.startswith("loader@"):
-            key = loader_kind[7:].removesuffix(PLACED)
+        key = loader_key(loader_kind)
+        if key is not None:
             self.analysis.uses.add(USE_SEEN + key)
             if epochs:
                 self.analysis.uses.add(USE_EPOCHS + key)
@@ -402,9 +413,9 @@ class ModuleContext:
         from pitstop.lint.loaders import dataloader_calls
         from pitstop.lint.rules._dataloader import loader_pins
 
-        if loader_kind and loader_kind.startswith("loader@") and "|" in loader_kind:
-            module, _, lid = loader_kind[7:].removesuffix(PLACED).partition("|")
-            return self.program.loader_pins(module, lid)
+        ref = loader_ref(loader_kind)
+        if ref is not None:
+            return self.program.loader_pins(*ref)
         calls = dataloader_calls(self.index)
         if calls:
             return any(loader_pins(self, c) for c in calls)

@@ -9,9 +9,9 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pitstop.lint.astutil import callee_tail, dotted
+from pitstop.lint.astutil import callee_tail, dotted, param_names
 from pitstop.lint.index import FuncDef
-from pitstop.lint.values import GPU, HOST_METHODS, MASK, MASK_METHODS, META_ATTRS, MODEL
+from pitstop.lint.values import GPU, HOST_METHODS, MASK_METHODS, META_ATTRS, MODEL
 
 if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
@@ -63,13 +63,12 @@ class EntryEnv:
         ctx = self.ctx
         env: dict[str, str] = {}
         qn = ctx.index.qualname_of(fn)
-        for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
-            if a.arg in {"self", "cls"}:
+        for name in param_names(fn):
+            if name in {"self", "cls"}:
                 continue
-            r = ctx.program.param(ctx.key, qn, a.arg)
-            k = ctx.kind_of_resolved(r)
+            k = ctx.kind_of_resolved(ctx.program.param(ctx.key, qn, name))
             if k is not None:
-                env[a.arg] = k
+                env[name] = k
         return env
 
     def class_env(self, cls: ast.ClassDef) -> dict[str, str]:
@@ -110,7 +109,7 @@ class EntryEnv:
                             callee_tail(node.value)[:1].isupper()) and name in ctx.index.model_names:
                         env[name] = MODEL
                         continue
-                    if (k is not None and k not in {GPU, MASK}) or k is not None:
+                    if k is not None:
                         env[name] = k
         return env
 

@@ -590,7 +590,7 @@ class ModuleIndex:
     def _attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
         facts = self.facts
-        if attr in {"autocast", "bfloat16", "float16", "half"} and not (
+        if attr in _LOW_PRECISION and not (
                 isinstance(node.value, ast.Name)
                 and self.aliases.get(node.value.id, "").startswith("numpy")):
             # (`np.float16`: host arrays, no GPU precision)

@@ -235,10 +235,7 @@ class LoopModel:
             return False
         if any(isinstance(n, ast.Call) and callee_tail(n) in COUNTERS for n in ast.walk(loop.iter)):
             return False  # (`tqdm(reversed(range(T)))`, `trange(0, n, bs)`: steps)
-        switched = any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                       and c.func.attr == "eval" and not c.args and c.lineno < loop.lineno
-                       and self.ctx.values.is_model_callee(c.func.value, st)
-                       for c in iter_shallow(fn.body, into_loops=False))
+        switched = any(self.ctx.values.is_model_callee(m, st) for m in _eval_switched(fn, loop))
         return switched and self.runs_model_eval(loop.body, st)
 
     def _evaluates_handed_batches(self, loop: ast.For | ast.AsyncFor | ast.While, st: State
@@ -256,9 +253,7 @@ class LoopModel:
         if len(sources) != 1 or not isinstance(sources[0], ast.Name) \
                 or sources[0].id not in params or not HANDED_BATCHES_RE.search(sources[0].id):
             return False
-        switched = {dotted(c.func.value) for c in iter_shallow(fn.body, into_loops=False)
-                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                    and c.func.attr == "eval" and not c.args and c.lineno < loop.lineno}
+        switched = {dotted(m) for m in _eval_switched(fn, loop)}
         # (the loop trains nothing: `classify` looked for steps first)
         return any(isinstance(c, ast.Call) and dotted(c.func) in switched
                    for c in iter_shallow(loop.body, into_loops=True))
@@ -671,6 +666,13 @@ class LoopModel:
 MODEL_HOUSEKEEPING = frozenset({"parameters", "train", "eval", "state_dict", "to", "cuda",
                                 "zero_grad", "named_parameters", "apply",
                                 "register_forward_hook", "load_state_dict", "modules", "cpu"})
+
+
+def _eval_switched(fn: FuncDef, loop: ast.stmt) -> list[ast.expr]:
+    """What ``fn`` switches to eval mode before ``loop`` (`model` of `model.eval()`)."""
+    return [c.func.value for c in iter_shallow(fn.body, into_loops=False)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+            and c.func.attr == "eval" and not c.args and c.lineno < loop.lineno]
 
 
 def _loop_index(st: State) -> str | None:

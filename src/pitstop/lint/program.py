@@ -34,7 +34,14 @@ from pitstop.lint.program_classes import ProgramClasses
 from pitstop.lint.program_modules import ProgramModules, norm_path
 from pitstop.lint.program_reach import ACCEL_PREFIXES, ProgramReach
 from pitstop.lint.settings import UNKNOWN, Setting
-from pitstop.lint.summary import SEP, TUPLE, ClassSummary, FuncSummary, ModuleSummary
+from pitstop.lint.summary import (
+    SEP,
+    TUPLE,
+    ClassSummary,
+    FuncSummary,
+    LoaderSummary,
+    ModuleSummary,
+)
 
 __all__ = ["PLACED", "Origin", "Program", "Resolved", "Sym", "answers_differ",
            "recorded_answers"]
@@ -659,19 +666,22 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
                 return call is not None and call.kind == "func" and self.steps(call.module, call.name)
         return False
 
+    def _loader(self, module: str, loader_id: str) -> LoaderSummary | None:
+        """The DataLoader built at ``loader_id`` (`line:col`) of ``module``."""
+        s = self.modules.get(module)
+        return s.loaders.get(loader_id) if s is not None else None
+
     @query
     def loader_one_batch(self, module: str, loader_id: str) -> bool:
         """Is every pass over the DataLoader built at ``loader_id`` of ``module`` a single
         batch of the whole split (`batch_size=len(dataset)`)?"""
-        s = self.modules.get(module)
-        lo = s.loaders.get(loader_id) if s is not None else None
+        lo = self._loader(module, loader_id)
         return lo is not None and lo.one_batch
 
     def loader_pins(self, module: str, loader_id: str) -> bool:
         """Does the DataLoader built at ``loader_id`` of ``module`` pin memory on every
         path a GPU run takes?"""
-        s = self.modules.get(module)
-        lo = s.loaders.get(loader_id) if s is not None else None
+        lo = self._loader(module, loader_id)
         if lo is None or not lo.pins:
             return False
         for p in lo.pins:

@@ -104,6 +104,16 @@ COMPUTING_METHOD_RE = re.compile(r"loss|forward|predict|infer|decode|encode|logi
 # An average meter (`AverageMeter().update(val, n)`) fed GPU tensors keeps its sums on the GPU:
 # the walk notes it under the meter's name plus this suffix; these are its GPU reads
 METER = "#meter"
+METER_READS = frozenset({"avg", "val", "sum", "average", "mean", "global_avg", "median",
+                         "value", "total"})
+# Methods of an accelerator object that hand back what they are given (placed).
+PLACERS = frozenset({"prepare", "setup_dataloaders", "prepare_data_loader"})
+COLLECTIVES = frozenset({"gather", "all_gather", "gather_for_metrics", "reduce", "all_reduce",
+                         "reduce_mean", "reduce_tensor", "pad_across_processes",
+                         "all_reduce_mean", "sync_tensor", "reduce_value", "concat_all_gather",
+                         "gather_tensor", "mean", "sum", "detach", "float"})
+
+
 def _counts(fn: ast.AST, key: str) -> bool:
     """Does ``fn`` keep a number under ``key`` (`state["n_iter"] += 1`,
     `state.setdefault("func_evals", 0)`): an optimizer's counter, not a buffer?"""
@@ -137,16 +147,6 @@ def meter_key(node: ast.AST) -> str | None:
     return dotted(node)
 
 
-METER_READS = frozenset({"avg", "val", "sum", "average", "mean", "global_avg", "median",
-                         "value", "total"})
-# Methods of an accelerator object that hand back what they are given (placed).
-PLACERS = frozenset({"prepare", "setup_dataloaders", "prepare_data_loader"})
-COLLECTIVES = frozenset({"gather", "all_gather", "gather_for_metrics", "reduce", "all_reduce",
-                         "reduce_mean", "reduce_tensor", "pad_across_processes",
-                         "all_reduce_mean", "sync_tensor", "reduce_value", "concat_all_gather",
-                         "gather_tensor", "mean", "sum", "detach", "float"})
-
-
 def stringish(node: ast.AST) -> bool:
     """A string expression: `"%f"`, `'%10s' * 2 + '%10.4g'`, an f-string."""
     if isinstance(node, ast.Constant):
@@ -160,6 +160,23 @@ def stringish(node: ast.AST) -> bool:
 
 def is_loader_kind(k: str | None) -> bool:
     return k is not None and k.startswith(LOADER)
+
+
+def loader_key(k: str | None) -> str | None:
+    """``MODULE|ID`` of a known loader's kind (``loader@MODULE|ID``, placed or not), or
+    ``ID`` alone for a loader of the module at hand (``loader@L:C``); None otherwise."""
+    if k is None or not k.startswith(f"{LOADER}@"):
+        return None
+    return k[len(LOADER) + 1:].removesuffix(PLACED)
+
+
+def loader_ref(k: str | None) -> tuple[str, str] | None:
+    """(module, loader id) of a loader kind that names its module (``loader@MODULE|ID``)."""
+    key = loader_key(k)
+    if key is None or "|" not in key:
+        return None
+    module, _, lid = key.partition("|")
+    return module, lid
 
 
 def is_model(k: str | None) -> bool:

@@ -48,9 +48,9 @@ from pitstop.lint.values import (
     PARAM_GROUP,
     PARAM_GROUPS,
     PARAM_STATE,
-    PLACED,
     is_loader_kind,
     is_model,
+    loader_ref,
     meter_key,
     placed,
 )
@@ -562,11 +562,8 @@ class Walker:
 
     def _one_batch_pass(self, it: ast.expr, st: State) -> bool:
         """Does this iterable come from a DataLoader whose one batch is its whole split?"""
-        k = self._loader_kind(it, st)
-        if k is None or "|" not in k:
-            return False
-        module, _, lid = k[7:].removesuffix(PLACED).partition("|")
-        return self.ctx.program.loader_one_batch(module, lid)
+        ref = loader_ref(self._loader_kind(it, st))
+        return ref is not None and self.ctx.program.loader_one_batch(*ref)
 
     def _loader_kind(self, it: ast.expr, st: State) -> str | None:
         """The loader a batch iterable comes from (``loader@MODULE|ID``), if known."""
