@@ -798,3 +798,20 @@ def test_a_loader_pinned_by_its_factorys_default_wants_non_blocking_copies(tmp_p
     run = program(tmp_path, {"train.py": PIN_BY_DEFAULT})
     assert ("train.py", line_of(PIN_BY_DEFAULT, "x, y = x.to(device), y.to(device)"), "LT008") \
         in found(run, "LT008")
+
+
+
+def test_a_learning_rate_scheduler_is_no_optimizer():
+    """A scheduler's step() may run once per epoch: it is not walked as an optimizer's."""
+    import ast
+
+    from pitstop.lint.index import is_optimizer_class
+
+    aliases = {"_LRScheduler": "torch.optim.lr_scheduler._LRScheduler",
+               "Optimizer": "torch.optim.Optimizer", "torch": "torch"}
+    classes = {c.name: c for c in ast.parse(
+        "class WarmupLR(_LRScheduler): pass\n"
+        "class Swa(torch.optim.swa_utils.SWALR): pass\n"
+        "class LARS(Optimizer): pass\n"
+        "class Lamb(torch.optim.AdamW): pass\n").body if isinstance(c, ast.ClassDef)}
+    assert {n for n, c in classes.items() if is_optimizer_class(c, aliases)} == {"LARS", "Lamb"}

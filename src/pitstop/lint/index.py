@@ -108,9 +108,12 @@ def _does_matmuls(cls: ast.ClassDef) -> bool:
 
 def is_optimizer_class(cls: ast.ClassDef, aliases: dict[str, str]) -> bool:
     """A subclass of ``torch.optim.Optimizer`` or of one of torch's optimizers (LARS,
-    LAMB written in the program): its ``step()`` runs once per training step."""
+    LAMB written in the program): its ``step()`` runs once per training step. (Not a
+    learning-rate scheduler: its ``step()`` may run once per epoch.)"""
     for base in cls.bases:
         qual = qualname(base, aliases) or ""
+        if qual.startswith(("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")):
+            continue
         if qual.startswith("torch.optim.") or (last_name(base) or "") == "Optimizer":
             return True
     return False

@@ -678,6 +678,7 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
         lo = self._loader(module, loader_id)
         return lo is not None and lo.one_batch
 
+    @query
     def loader_pins(self, module: str, loader_id: str) -> bool:
         """Does the DataLoader built at ``loader_id`` of ``module`` pin memory on every
         path a GPU run takes?"""
