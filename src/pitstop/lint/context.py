@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -54,6 +55,11 @@ USE_SEEN = "loader_seen:"  # a loop of the program iterates this loader
 USE_TRAINS = "loader_trains:"  # a training loop iterates this loader
 USE_TRAIN = "train_loop:"  # the module trains (a training loop, a framework trainer)
 USE_LOOP = "hot_loop:"  # the module runs a training or an evaluation loop
+# The index of a module followed into, kept while its tree lives (the engine keeps the
+# trees of the second look per process): every file analysed again there follows calls
+# into the same few modules, and building their index each time was most of that pass.
+# An index depends on the tree alone (and the program, which one run does not change).
+_INDEX_OF: weakref.WeakKeyDictionary[ast.Module, ModuleIndex] = weakref.WeakKeyDictionary()
 OR = "\t"  # alternatives inside one condition token
 ANY = " || "  # alternative clauses of a condition
 
@@ -98,8 +104,12 @@ class Analysis:
             return None
         tree, text = loaded
         summary = self.program.summary(key)
-        ctx = ModuleContext(tree, text.splitlines(), summary.path if summary else key,
-                            text=text, analysis=self)
+        path = summary.path if summary else key
+        index = _INDEX_OF.get(tree)
+        if index is None or index.path != path:
+            index = _INDEX_OF[tree] = ModuleIndex(tree, path, text=text)
+        ctx = ModuleContext(tree, text.splitlines(), path, text=text, analysis=self,
+                            index=index)
         self.contexts[key] = ctx
         return ctx
 
