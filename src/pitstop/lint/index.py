@@ -94,7 +94,7 @@ def _child_fields(t: type) -> tuple[str, ...]:
     fields = _CHILD_FIELDS.get(t)
     if fields is None:
         fields = _CHILD_FIELDS[t] = () if t in _LEAVES else tuple(
-            f for f in t._fields if f not in _SKIP_FIELDS)
+            f for f in getattr(t, "_fields", ()) if f not in _SKIP_FIELDS)
     return fields
 
 
