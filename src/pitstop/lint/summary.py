@@ -34,6 +34,7 @@ Values are described by short strings ("descriptors"), resolved across modules b
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
 
 from pitstop.lint.astutil import (
@@ -596,10 +597,16 @@ def repeated_functions(index: ModuleIndex) -> tuple[set[FuncDef], set[str]]:
     return decorated, names
 
 
+BUILTIN_NAMES = frozenset(dir(builtins))
+
+
 def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
     """Calls whose arguments say something about the callee's parameters."""
     out: list[CallSite] = []
     local_names = set(index.functions) | set(index.classes) | index.import_locals
+    # (a module that star-imports others -- `from trainer import *` -- may call any name
+    # they define: the program resolves it)
+    starred = any(i.local == "*" for i in index.imports)
     for call in index.calls:
         if not call.args and not call.keywords and call not in index.calls_in_loop:
             continue
@@ -608,8 +615,10 @@ def _callsites(index: ModuleIndex, d: Describer) -> list[CallSite]:
             continue
         scope = index.owner.get(call)
         callee = d._callee(name, scope)
-        if callee.split(".", 1)[0] not in local_names and not callee.startswith(
-                ("attr:", "param:", "global:", "val:")):
+        head = callee.split(".", 1)[0]
+        if head not in local_names and not callee.startswith(
+                ("attr:", "param:", "global:", "val:")) and not (
+                starred and head not in BUILTIN_NAMES):
             continue
         in_loop = call in index.calls_in_loop
         args = tuple(d.describe(a, scope) if not isinstance(a, ast.Starred) else None

@@ -24,6 +24,7 @@ from pitstop.lint.astutil import (
     dotted,
     iter_shallow,
     kwarg,
+    last_name,
     move_target,
     param_names,
     qualname,
@@ -530,7 +531,7 @@ class ValueModel:
         argkinds = [self.kind(a, st) for a in node.args if not isinstance(a, ast.Starred)]
         argkinds += [self.kind(k.value, st) for k in node.keywords]
         any_gpu = GPU in argkinds or MASK in argkinds
-        if LOSS_RE.search(tail) or qn.startswith("torch.nn.functional."):
+        if _loss_callee(func) or qn.startswith("torch.nn.functional."):
             if any_gpu:
                 return GPU
             # `self.G_lossfn(self.E, self.H)`: a loss module the model holds, applied to
@@ -1016,3 +1017,13 @@ def _bool_tensor(node: ast.expr, aliases: dict[str, str]) -> bool:
     dtype = kwarg(node, "dtype")
     return dtype is not None and (qualname(node.func, aliases) or "").startswith("torch.") \
         and (qualname(dtype.value, aliases) or "") == "torch.bool"
+
+
+def _loss_callee(func: ast.expr) -> bool:
+    """A loss applied: `criterion(out, y)`, `self.l1_loss(...)`, one of a dict of losses
+    (`criterion["cce"](out, y)`), or its forward called by name (`loss.forward(y, t)`)."""
+    if isinstance(func, ast.Subscript) or (
+            isinstance(func, ast.Attribute) and func.attr in {"forward", "__call__"}):
+        func = func.value
+    name = last_name(func)
+    return name is not None and LOSS_RE.search(name) is not None

@@ -199,7 +199,7 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         for t in targets:
             if not isinstance(t, ast.Subscript):
                 continue
-            if _host_tensor(ctx, t.value, st) and ctx.kind(node.value, st) in (GPU, MASK):
+            if _host_tensor(ctx, t.value, st) and ctx.kind(node.value, st) in (GPU, MASK, DERIVED):
                 _report(ctx, node, st, f"stores a GPU tensor into the host tensor "
                         f"`{ctx.segment(t.value)}`, copying it to the host", "setitem")
             elif _mixed_mask_index(ctx, t.slice, st) and ctx.kind(t.value, st) in (GPU, MASK):
@@ -342,6 +342,47 @@ def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
     if qn in {"numpy.array", "numpy.asarray"} and node.args \
             and ctx.kind(node.args[0], st) in (GPU, MASK):
         _report(ctx, node, st, "copies a GPU tensor to the host", "numpy")
+        return
+    sizes = _size_args(node, qn, tail)
+    if any(_reduced_on_gpu(ctx, a, st) for a in sizes):
+        _report(ctx, node, st, "is given a size reduced on the GPU (`lengths.max()`), "
+                "which the host must read before it can allocate", "size")
+
+
+# Factories whose positional arguments are sizes or bounds: a GPU tensor there is read on
+# the host (`torch.arange(lengths.max())`, `range(n_frames.max())`). `full`'s second
+# argument is its fill value, which stays a tensor argument.
+SIZE_FACTORIES = frozenset({"arange", "zeros", "ones", "empty", "rand", "randn", "randint",
+                            "randperm", "eye", "linspace", "full"})
+
+
+REDUCTIONS = frozenset({"max", "min", "sum", "amax", "amin"})
+
+
+def _reduced_on_gpu(ctx: ModuleContext, node: ast.expr, st: State, depth: int = 0) -> bool:
+    """A size computed on the GPU: `lengths.max()`, `dur.sum(-1).max() + 1`, or a name
+    assigned one in this function (`max_len = lengths.max()`). Only reductions count: an
+    attribute of a model or a tensor's shape is a host number."""
+    if isinstance(node, ast.BinOp):
+        return _reduced_on_gpu(ctx, node.left, st, depth) or \
+            _reduced_on_gpu(ctx, node.right, st, depth)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in REDUCTIONS:
+        return ctx.kind(node, st) in (GPU, MASK)
+    if isinstance(node, ast.Name) and depth == 0:
+        assigns = ctx.index.scoped_assigns.get((st.func, node.id), ())
+        return len(assigns) == 1 and assigns[0].value is not None and _reduced_on_gpu(
+            ctx, assigns[0].value, st, 1)
+    return False
+
+
+def _size_args(node: ast.Call, qn: str, tail: str) -> list[ast.expr]:
+    args = [a for a in node.args if not isinstance(a, ast.Starred)]
+    if isinstance(node.func, ast.Name) and tail == "range":
+        return args
+    if not (qn.startswith("torch.") and qn.count(".") == 1 and tail in SIZE_FACTORIES):
+        return []
+    return args[:1] if tail == "full" else args
 
 
 def _logs_gpu_value(ctx: ModuleContext, node: ast.Call, st: State) -> bool:
