@@ -251,3 +251,86 @@ def test_a_recurrent_layers_output_stored_into_a_host_buffer_is_a_sync(tmp_path)
     run = program(tmp_path, {"train.py": TEXT_ENCODER})
     assert ("train.py", line_of(TEXT_ENCODER, "x_pad[:, :, :x.shape[-1]] = x"), "LT001") \
         in found(run, "LT001")
+
+
+TRAFFIC_UTIL = """
+import numpy as np
+
+
+class DataLoader(object):
+    def __init__(self, xs, ys, batch_size):
+        self.batch_size = batch_size
+        self.current_ind = 0
+        self.size = len(xs)
+        self.num_batch = int(self.size // self.batch_size)
+        self.xs = xs
+        self.ys = ys
+
+    def shuffle(self):
+        permutation = np.random.permutation(self.size)
+        self.xs, self.ys = self.xs[permutation], self.ys[permutation]
+
+    def get_iterator(self):
+        self.current_ind = 0
+
+        def _wrapper():
+            while self.current_ind < self.num_batch:
+                start = self.batch_size * self.current_ind
+                yield (self.xs[start:start + self.batch_size], self.ys[start:start + self.batch_size])
+                self.current_ind += 1
+
+        return _wrapper()
+
+
+def load_dataset(batch_size):
+    data = {}
+    for category in ["train", "val"]:
+        data[category + "_loader"] = DataLoader(np.zeros((64, 12)), np.zeros((64, 1)), batch_size)
+    return data
+"""
+
+TRAFFIC_TRAIN = """
+import argparse
+
+import torch
+
+import util
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", type=str, default="cuda:0")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    dataloader = util.load_dataset(64)
+    model = torch.nn.Linear(12, 1).to(device)
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(100):
+        dataloader["train_loader"].shuffle()
+        for it, (x, y) in enumerate(dataloader["train_loader"].get_iterator()):
+            trainx = torch.Tensor(x).to(device)
+            trainy = torch.Tensor(y).to(device)
+            optimizer.zero_grad()
+            loss = torch.nn.functional.l1_loss(model(trainx), trainy)
+            loss.backward()
+            optimizer.step()
+        valid_loss = []
+        model.eval()
+        for it, (x, y) in enumerate(dataloader["val_loader"].get_iterator()):
+            testx = torch.Tensor(x).to(device)
+            testy = torch.Tensor(y).to(device)
+            valid_loss.append(torch.nn.functional.l1_loss(model(testx), testy).item())
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_hand_written_loaders_iterator_is_a_batch_loop(tmp_path):
+    run = program(tmp_path, {"train.py": TRAFFIC_TRAIN, "util.py": TRAFFIC_UTIL})
+    # the validation loop trains nothing: only its batches make it an evaluation loop
+    assert ("train.py", line_of(TRAFFIC_TRAIN, "valid_loss.append("), "LT001") in found(run, "LT001")
+    assert ("train.py", line_of(TRAFFIC_TRAIN, "testx = torch.Tensor(x).to(device)"), "LT012") \
+        in found(run, "LT012")
+    assert any(code == "LT013" for _, _, code in found(run, "LT013"))

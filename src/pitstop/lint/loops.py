@@ -75,6 +75,9 @@ ENGINES = frozenset({"Engine", "DeterministicEngine"})
 FRAMEWORK_LOOPS = ENGINES | {"create_supervised_trainer", "create_supervised_evaluator"}
 LIGHTNING_HOOKS = {"training_step": "train", "train_step": "train",
                    "validation_step": "eval", "test_step": "eval", "predict_step": "eval"}
+# Methods of a hand-written loader class that hand out its batches.
+ITERATOR_GETTERS = frozenset({"get_iterator", "iterator", "iter_batches", "get_batches",
+                              "batch_iterator", "epoch_iterator"})
 BATCH_WRAPPER_TAILS = LOADER_WRAPPERS | {"log_every", "chain", "prefetch", "tqdm_notebook",
                                          "maybe_tqdm", "cycle", "infinite", "repeat",
                                          "iterate", "with_progress", "progress_bar"}
@@ -155,6 +158,9 @@ class LoopModel:
             if tail in BATCH_WRAPPER_TAILS or tail in {"iter", "next"}:
                 return any(self._batchy(a, st, depth + 1) for a in it.args
                            if not isinstance(a, ast.Starred))
+            if tail in ITERATOR_GETTERS and isinstance(it.func, ast.Attribute):
+                # a hand-written loader's own iterator: `loaders["train"].get_iterator()`
+                return self._batchy(it.func.value, st, depth + 1)
             name = dotted(it.func)
             if name and name in ctx.index.loader_names:
                 return True
