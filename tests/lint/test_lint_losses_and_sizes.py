@@ -334,3 +334,42 @@ def test_a_hand_written_loaders_iterator_is_a_batch_loop(tmp_path):
     assert ("train.py", line_of(TRAFFIC_TRAIN, "testx = torch.Tensor(x).to(device)"), "LT012") \
         in found(run, "LT012")
     assert any(code == "LT013" for _, _, code in found(run, "LT013"))
+
+
+SEGMENTATION_EVAL = """
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+
+class MscEval(object):
+    def __init__(self, n_classes):
+        self.n_classes = n_classes
+
+    @torch.no_grad()
+    def __call__(self, net, dl):
+        hist = torch.zeros(self.n_classes, self.n_classes).cuda()
+        if dist.is_initialized() and dist.get_rank() != 0:
+            diter = enumerate(dl)
+        else:
+            diter = enumerate(tqdm(dl))
+        for i, (imgs, label) in diter:
+            label = label.squeeze(1).cuda()
+            probs = torch.zeros((imgs.shape[0], self.n_classes, *label.shape[-2:])).cuda()
+            probs += net(imgs.cuda()).softmax(dim=1)
+            keep = label != 255
+            hist += torch.bincount(label[keep] * self.n_classes + probs.argmax(1)[keep],
+                                   minlength=self.n_classes ** 2).view(self.n_classes, -1)
+        return hist
+
+
+def evaluate(net, dl):
+    net.eval()
+    return MscEval(19)(net, dl)
+"""
+
+
+def test_a_loader_enumerated_on_both_branches_of_an_if_is_a_batch_loop(tmp_path):
+    run = program(tmp_path, {"evaluate.py": SEGMENTATION_EVAL})
+    assert ("evaluate.py", line_of(SEGMENTATION_EVAL, "probs = torch.zeros("), "LT012") \
+        in found(run, "LT012")

@@ -186,11 +186,14 @@ class LoopModel:
             r = ctx.resolve_name(it, st)
             if r is not None and r.kind in {"loader", "batches"}:
                 return True
-            # `pbar = tqdm(enumerate(loader)) if rank == 0 else enumerate(loader)`
-            value = ctx.index.value_above(ctx.scope_of(it), name, it.lineno) \
-                if isinstance(it, ast.Name) else None
-            return isinstance(value, ast.IfExp) and self._batchy(value.body, st, depth + 1) \
-                and self._batchy(value.orelse, st, depth + 1)
+            if not isinstance(it, ast.Name):
+                return False
+            # `pbar = tqdm(enumerate(loader)) if rank == 0 else enumerate(loader)`, or the
+            # same on the two branches of an `if` (`diter = enumerate(dl)` / `enumerate(
+            # tqdm(dl))`): every value it can have above the loop iterates batches
+            values = [a.value for a in ctx.index.scoped_assigns.get((ctx.scope_of(it), name), ())
+                      if a.lineno < it.lineno and isinstance(a.value, (ast.Call, ast.IfExp))]
+            return bool(values) and all(self._batchy(v, st, depth + 1) for v in values)
         if isinstance(it, ast.IfExp):
             return self._batchy(it.body, st, depth + 1) and self._batchy(it.orelse, st, depth + 1)
         if isinstance(it, ast.Subscript):
