@@ -373,3 +373,18 @@ def test_a_loader_enumerated_on_both_branches_of_an_if_is_a_batch_loop(tmp_path)
     run = program(tmp_path, {"evaluate.py": SEGMENTATION_EVAL})
     assert ("evaluate.py", line_of(SEGMENTATION_EVAL, "probs = torch.zeros("), "LT012") \
         in found(run, "LT012")
+
+
+PACKED_ENCODER = TEXT_ENCODER.replace(
+    "        x, _ = self.lstm(x)\n",
+    "        x = nn.utils.rnn.pack_padded_sequence(x, input_lengths.cpu().numpy(),\n"
+    "                                           batch_first=True, enforce_sorted=False)\n"
+    "        x, _ = self.lstm(x)\n"
+    "        x, _ = nn.utils.rnn.pad_packed_sequence(x, batch_first=True)\n")
+
+
+def test_a_packed_sequence_through_an_unseen_layer_stays_on_the_gpu(tmp_path):
+    assert PACKED_ENCODER != TEXT_ENCODER
+    run = program(tmp_path, {"train.py": PACKED_ENCODER})
+    assert ("train.py", line_of(PACKED_ENCODER, "x_pad[:, :, :x.shape[-1]] = x"), "LT001") \
+        in found(run, "LT001")

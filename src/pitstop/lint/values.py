@@ -555,7 +555,11 @@ class ValueModel:
             if tail in {"stack", "cat", "concat", "vstack", "hstack"} and node.args \
                     and argkinds[:1] == [GPU_LIST]:
                 return GPU
-            return GPU if any_gpu else None
+            if any_gpu:
+                return GPU
+            # (computed from what is most likely on the GPU -- an unseen layer's output,
+            # `pad_packed_sequence(self.lstm(x))` -- is most likely there too)
+            return DERIVED if DERIVED in argkinds else None
         if qn.startswith(("numpy.", "np.", "math.")):
             return CPU
         if self.moves_batch(node, st):
