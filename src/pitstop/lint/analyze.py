@@ -27,7 +27,10 @@ TRIGGERS = (b"torch", b"DataLoader")
 GATE_SUBSTRINGS = ("step(", ".backward(", "oader", "batches", "batch_iter", "data_iter",
                    "train_iter", "val_iter", ".amp", "import amp", "amp import", "zero_grad(",
                    "set_to_none", "BatchNorm", "DataParallel", "optimize_param",
-                   "train_on_batch", "update_parameters")
+                   "train_on_batch", "update_parameters",
+                   # a loop that pulls its batches by hand (`batch = batcher.next_batch()`)
+                   "next_batch", "get_batch", "sample_batch", "load_batch", "fetch_batch",
+                   "draw_batch")
 # `dl`, `train_dl`, `dl_val` (and, harmlessly, `x_dl_y`): "dl" not inside a word. The
 # literal comes first so that the regex engine jumps between "dl"s (a pattern that starts
 # with `\b` or an alternation tries every position: 0.3 s on torch's files).

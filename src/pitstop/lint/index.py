@@ -472,6 +472,10 @@ class ModuleIndex:
                 for k in node.keys:  # type: ignore[attr-defined]
                     if isinstance(k, ast.Constant) and k.value in {"fp16", "bf16", "amp"}:
                         self.facts.setdefault("reduced_precision", k.lineno)
+                    elif type(k) is ast.Attribute and k.attr in _LOW_PRECISION:
+                        # (`{torch.float16: float, ...}`: a table keyed by dtype, which
+                        # looks a precision up and sets none)
+                        self._compared.add(id(k))
             elif kind == "return":
                 if owner is not None:
                     self.returns.setdefault(owner, []).append(node)  # type: ignore[arg-type]

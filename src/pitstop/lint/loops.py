@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from pitstop.lint.astutil import (
     LOADER_WRAPPERS,
     LOADERISH_RE,
+    MODEL_RE,
     callee_tail,
     dotted,
     iter_shallow,
@@ -287,6 +288,8 @@ class LoopModel:
                 if not calls_model and ctx.values.is_model_callee(node.func, st) \
                         and tail not in MODEL_HOUSEKEEPING:
                     calls_model = True
+                if not calls_model and self.model_method(node, st):
+                    calls_model = True
         if not calls_model and st.func is not None:  # a module's loop over its own methods
             cls = ctx.index.class_of.get(st.func)
             if cls is not None and ctx.values.is_model_callee(ast.Name(id="self"), st):
@@ -300,6 +303,39 @@ class LoopModel:
             calls_model = any(isinstance(node, ast.Call) and self.helper_runs_model(node, st)
                               for node in iter_shallow(body, into_loops=False))
         return calls_model
+
+    def model_method(self, call: ast.Call, st: State) -> bool:
+        """`self.model.finetune(input_ids)`, `model.generate(x)`: a method of a model
+        handed data, which runs the model (not `model.load_state_dict(sd)`)."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and call.args) or func.attr.startswith("_") \
+                or func.attr in MODEL_HOUSEKEEPING or func.attr in MODEL_UPKEEP:
+            return False
+        owner = dotted(func.value)
+        if owner is None or not (owner in self.ctx.index.model_names
+                                 or MODEL_RE.search(owner.rsplit(".", 1)[-1].lower())):
+            return False  # (named or known as a model: not `self.logger.log_summary(x)`)
+        return not self._trains_after(call)
+
+    def _trains_after(self, node: ast.AST) -> bool:
+        """Does code after the loop holding ``node`` train (`for i in range(accum):
+        self.GAN.D_cl(next(loader))`, then `backward` on the loss it built)? Not the other
+        branch of an `if train: ... else:` around it."""
+        parents = self.ctx.parents
+        loop = self.ctx.enclosing(node, (ast.For, ast.AsyncFor, ast.While))
+        child: ast.AST | None = loop
+        while child is not None and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                           ast.Module)):
+            parent = parents.get(child)
+            for field in ("body", "orelse", "finalbody"):
+                stmts = getattr(parent, field, None)
+                if isinstance(stmts, list) and child in stmts:
+                    later = stmts[stmts.index(child) + 1:]
+                    if any(isinstance(n, ast.Call) and (is_step_call(n) or callee_tail(n) in {
+                            "backward", "step"}) for s in later for n in ast.walk(s)):
+                        return True
+            child = parent
+        return False
 
     def helper_runs_model(self, call: ast.Call, st: State, depth: int = 0) -> bool:
         """Is ``call`` a function of the program whose body calls a model (itself, or
@@ -345,7 +381,7 @@ class LoopModel:
             return False
         st = State()
         for loop in index.loops:
-            if isinstance(loop, (ast.For, ast.AsyncFor)) and self.is_batch_source(loop.iter, st):
+            if self.loop_batches(loop, st):  # (also `while batch is not None: ... next_batch()`)
                 return True
         return any(self.call_steps(c, st) for c in index.calls
                    if index.owner.get(c) in index.funcs_with_loops or index.module_loops) \
@@ -591,8 +627,8 @@ class LoopModel:
             if st.func is not None and param_default(st.func, test.id) is False:
                 # (`use_adv_cls=False` that a caller passes `use_adv_cls=use_adv_cls`:
                 # on whenever that caller says so)
-                return not self.ctx.program.switched_on(
-                    ctx.key, ctx.index.qualname_of(st.func), test.id)
+                return not any(self.ctx.program.switched_on(ctx.key, qn, test.id)
+                               for qn in self._qualnames_called(st.func))
             # `wass_metric = args.wass_flag` ... `if wass_metric:` (assigned once)
             assigns = ctx.index.visible_assigns(st.func, test.id)
             if len(assigns) == 1 and isinstance(assigns[0].value, ast.Attribute) \
@@ -600,6 +636,25 @@ class LoopModel:
                 return self._opt_in(assigns[0].value, st)
         return False
 
+
+    def _qualnames_called(self, fn: FuncDef) -> list[str]:
+        """The names a call of ``fn`` can be made under: its own, and for a method that
+        overrides one of a base class of this module, the base's (`Trainer.valid` calls
+        `self.iteration(epoch, loader, full_sort)`, which runs `FinetuneTrainer.iteration`)."""
+        index = self.ctx.index
+        names = [index.qualname_of(fn)]
+        cls = index.class_of.get(fn)
+        seen: set[str] = set()
+        todo = [b for b in (cls.bases if cls is not None else []) if isinstance(b, ast.Name)]
+        while todo:
+            base = index.classes.get(todo.pop().id)
+            if base is None or base.name in seen:
+                continue
+            seen.add(base.name)
+            if index.method(base, fn.name) is not None:
+                names.append(f"{base.name}.{fn.name}")
+            todo += [b for b in base.bases if isinstance(b, ast.Name)]
+        return names
 
     def _opt_in_attribute(self, attr: str, method: ast.FunctionDef | ast.AsyncFunctionDef
                           ) -> bool:
@@ -675,6 +730,13 @@ class LoopModel:
 MODEL_HOUSEKEEPING = frozenset({"parameters", "train", "eval", "state_dict", "to", "cuda",
                                 "zero_grad", "named_parameters", "apply",
                                 "register_forward_hook", "load_state_dict", "modules", "cpu"})
+
+
+# methods of a module that change or store it, not run it (with arguments)
+MODEL_UPKEEP = frozenset({"register_buffer", "register_parameter", "add_module", "requires_grad_",
+                          "half", "float", "double", "bfloat16", "type", "save", "load",
+                          "get_submodule", "get_parameter", "share_memory", "named_modules",
+                          "register_full_backward_hook", "register_forward_pre_hook"})
 
 
 def _eval_switched(fn: FuncDef, loop: ast.stmt) -> list[ast.expr]:

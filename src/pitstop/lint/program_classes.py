@@ -107,9 +107,19 @@ class ProgramClasses:
                 # (`BertPreTrainedModel`: a transformers base of the family)
                 return True
             b = self.lookup(module, base)
-            if b is not None and b.kind == "class" and self.class_is(b.module, b.name, what):
-                return True
+            if b is not None and b.kind == "class":
+                if self.class_is(b.module, b.name, what):
+                    return True
+            elif what == "loader" and self._imports_torch_loader(module, base):
+                return True  # `from torch.utils.data import DataLoader as TorchDataLoader`
         return False
+
+    def _imports_torch_loader(self, module: str, local: str) -> bool:
+        """Is ``local`` torch's DataLoader imported under another name in ``module``?"""
+        s = self.modules.get(module)
+        return s is not None and any(
+            ref.local == local and ref.name == "DataLoader" and ref.module.startswith("torch")
+            for ref in s.imports)
 
     @query
     def names_class(self, key: str, dotted: str, what: str) -> bool:

@@ -587,6 +587,9 @@ class Walker:
     def check_test(self, test: ast.expr, stmt: ast.AST, st: State) -> None:
         if not st.per_batch:
             return
+        if isinstance(test, ast.Name) and st.func is not None and test.id in {
+                a.arg for a in (st.func.args.vararg, st.func.args.kwarg) if a is not None}:
+            return  # `if kwargs:` asks whether a dict (`*args`: a tuple) is empty
         k = self.ctx.values.kind(test, st)
         if k in (GPU, MASK):
             for rule in self.rules:

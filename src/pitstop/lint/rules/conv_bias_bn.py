@@ -46,8 +46,21 @@ def _wrapped_conv_with_bias(ctx: ModuleContext, node: ast.AST) -> bool:
     return value is None or (isinstance(value, ast.Constant) and value.value is True)
 
 
-def _report_wrapped(ctx: ModuleContext, conv: ast.Call, bn: ast.Call) -> None:
+def _built_unasked(ctx: ModuleContext, conv: ast.Call) -> bool:
+    """Is the layer in a block class no model of the program builds, or built only under
+    an opt-in flag (`if self.enable_fusion:` in `__init__`) of a class the program builds
+    without turning it on? (A library block nobody here builds is judged as written.)"""
     if ctx.unused_definition(conv):
+        return True
+    if not ctx.loops.under_opt_in(conv):
+        return False
+    cls = ctx.enclosing(conv, (ast.ClassDef,))
+    return not isinstance(cls, ast.ClassDef) or bool(
+        ctx.program.passed(ctx.key, f"{cls.name}.__init__", ""))
+
+
+def _report_wrapped(ctx: ModuleContext, conv: ast.Call, bn: ast.Call) -> None:
+    if _built_unasked(ctx, conv):
         return
     tail = callee_tail(conv)
     ctx.report(
@@ -64,8 +77,8 @@ def _is_bn(node: ast.AST) -> TypeGuard[ast.Call]:
 
 
 def _report(ctx: ModuleContext, conv: ast.Call, bn: ast.Call, *, fixable: bool = True) -> None:
-    if ctx.unused_definition(conv):
-        return  # a block class that no model of the program builds
+    if _built_unasked(ctx, conv):
+        return
     bias = arg_or_kw(conv, 7, "bias")
     if bias is None and has_star_kwargs(conv):
         return

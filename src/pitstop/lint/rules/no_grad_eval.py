@@ -5,7 +5,15 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import callee_tail, dotted, param_default, param_names, unwrap_iterable
+from pitstop.lint.astutil import (
+    MODEL_RE,
+    callee_tail,
+    dotted,
+    last_name,
+    param_default,
+    param_names,
+    unwrap_iterable,
+)
 from pitstop.lint.context import ModuleContext
 from pitstop.lint.loops import MODEL_HOUSEKEEPING
 
@@ -40,6 +48,7 @@ def _grad_off_in_helpers(ctx: ModuleContext, loop: ast.AST) -> bool:
     st = State(func=func)  # type: ignore[arg-type]
     values, loops = ctx.values, ctx.loops
     helpers_off = False
+    unseen = False  # a model's method the program model cannot open (`diffusion.test()`)
     for node in ast.walk(loop):
         if not isinstance(node, ast.Call):
             continue
@@ -47,6 +56,10 @@ def _grad_off_in_helpers(ctx: ModuleContext, loop: ast.AST) -> bool:
         if target is None:
             if values.is_model_callee(node.func, st) and callee_tail(node) not in MODEL_HOUSEKEEPING:
                 return False  # `logits = model(x)` right here, autograd on
+            # (`self.model.finetune(x)` is a module's; `diffusion.test()` of an object that
+            # a factory makes may be a wrapper's, which may turn autograd off inside)
+            unseen = unseen or (loops.model_method(node, st) and not MODEL_RE.search(
+                (last_name(node.func.value) or "").lower()))  # type: ignore[attr-defined]
             continue
         if not loops.helper_runs_model(node, st):
             continue
@@ -58,7 +71,8 @@ def _grad_off_in_helpers(ctx: ModuleContext, loop: ast.AST) -> bool:
             helpers_off = True
         else:
             return False
-    return helpers_off
+    # (a method of a wrapper object may turn autograd off inside: unknown, not said)
+    return helpers_off or unseen
 
 
 def _under_no_grad(ctx: ModuleContext, node: ast.AST,
@@ -73,8 +87,10 @@ def _under_no_grad(ctx: ModuleContext, node: ast.AST,
                 return True
             if cur in seen:  # recursion: no call site outside says anything
                 return False
-            # every call of this function in the module is made under no_grad
+            # every call of this function in the module is made under no_grad (but those
+            # under an opt-in flag: `if args.evaluate: validate(...)` is a mode the user picks)
             sites = ctx.index.calls_by_tail.get(cur.name, [])
+            sites = [c for c in sites if not ctx.loops.under_opt_in(c)] or sites
             return bool(sites) and all(_under_no_grad(ctx, c, seen | {cur}) for c in sites)
         cur = ctx.parents.get(cur)
     return False
@@ -124,7 +140,7 @@ def check(ctx: ModuleContext) -> None:
     # (loop, line of its hot loop, seen after `model.eval()`: no further signal needed)
     todo: list[tuple[Loop, int, bool]] = [
         (hot.node, hot.line, False) for hot in ctx.hot_loops
-        if hot.kind == "eval" and isinstance(hot.node, (ast.For, ast.AsyncFor))]
+        if hot.kind == "eval" and isinstance(hot.node, (ast.For, ast.AsyncFor, ast.While))]
     if ctx.has_train_loop or ctx.hot_loops:
         hot_nodes = {hot.node for hot in ctx.hot_loops}
         in_hot = {id(n) for hot in ctx.hot_loops for n in ast.walk(hot.node)}

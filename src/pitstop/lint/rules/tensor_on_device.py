@@ -22,7 +22,14 @@ from pitstop.lint.model import SAFE, Edit, Fix
 
 CODE = "LT012"
 CREATORS = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn",
-                      "randint", "arange", "linspace", "logspace", "eye", "randperm", "scalar_tensor"})
+                      "randint", "arange", "linspace", "logspace", "eye", "randperm", "scalar_tensor",
+                      # window functions (`torch.hann_window(n_fft).to(x.device)` per stft)
+                      "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                      "kaiser_window"})
+
+
+# factories handed data rather than sizes
+DATA_CREATORS = frozenset({"tensor", "as_tensor"})
 
 
 # Legacy typed constructors: `torch.LongTensor(range(n))` builds on the CPU too.
@@ -268,6 +275,8 @@ def _forward_input(ctx: ModuleContext, target: ast.AST, st: State) -> bool:
     arguments: the input of a model that runs on the GPU is on the GPU."""
     if st.hot is None or st.hot.kind != "forward" or not ctx.gpu_program:
         return False
+    if isinstance(target, ast.Attribute) and target.attr == "device":
+        target = target.value  # `.to(x.device)`: the device of the input `x`
     if not isinstance(target, ast.Name) or st.func is None:
         return False
     args = st.func.args
@@ -325,8 +334,9 @@ def _check_typed(ctx: ModuleContext, node: ast.Call, st: State) -> bool:
 
 
 def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
-    if not isinstance(node, ast.Call) or _check_typed(ctx, node, st) \
-            or not isinstance(node.func, ast.Attribute):
+    if not isinstance(node, ast.Call) or _check_typed(ctx, node, st):
+        return
+    if _check_moved_by_helper(ctx, node, st) or not isinstance(node.func, ast.Attribute):
         return
     tail = node.func.attr
     if tail not in {"to", "cuda", "type_as"}:
@@ -397,6 +407,66 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
         fix=fix, evidence=(("loop_line", st.hot.line), ("creator", ctail)),
         condition=_default_device_condition(ctx, inner),
     )
+
+
+def _moved_param(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+    """The position of the parameter that ``fn`` hands back moved to the GPU on some path
+    (`def get_variable(self, x): return Variable(x).cuda(self.gpu) if self.cuda else
+    Variable(x)`), or None: a helper whose only job is the move."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if params and params[0] in {"self", "cls"}:
+        params = params[1:]
+    returns = [n for stmt in fn.body for n in ast.walk(stmt)
+               if isinstance(n, ast.Return) and n.value is not None]
+    if not params or not returns or len(fn.body) > 6:
+        return None
+    for ret in returns:
+        value = ret.value
+        values = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+        for v in values:
+            if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
+                    and v.func.attr in {"cuda", "to"}:
+                inner = v.func.value
+                while isinstance(inner, ast.Call) and len(inner.args) == 1 and (
+                        callee_tail(inner) == "Variable" or (
+                            isinstance(inner.func, ast.Attribute)
+                            and inner.func.attr in _PASS_THROUGH)):
+                    inner = inner.args[0] if callee_tail(inner) == "Variable" \
+                        else inner.func.value  # type: ignore[attr-defined]
+                if isinstance(inner, ast.Name) and inner.id in params \
+                        and (v.func.attr == "cuda" or v.args or v.keywords):
+                    return params.index(inner.id)
+    return None
+
+
+def _check_moved_by_helper(ctx: ModuleContext, node: ast.Call, st: State) -> bool:
+    """`self.get_torch_variable(torch.randn(b, 100, 1, 1))`, the helper returning its
+    argument `.cuda()`'d: a tensor built on the CPU and moved every iteration, the move
+    hidden in a function of the program. True when this call is of that form."""
+    if not node.args or (isinstance(node.func, ast.Attribute) and node.func.attr in {
+            "to", "cuda", "type_as"}):
+        return False
+    target = ctx.function_target(node, st)
+    if target is None:
+        return False
+    tctx, fn = target
+    pos = _moved_param(fn)
+    if pos is None or pos >= len(node.args) or isinstance(node.args[pos], ast.Starred):
+        return False
+    creator = _creator(ctx, node.args[pos], st)
+    if creator is None or callee_tail(creator) not in CREATORS - DATA_CREATORS:
+        return False  # (`to_cuda(torch.Tensor(batch_items))`: a batch, which has to go up)
+    assert st.hot is not None
+    ctx.report(
+        CODE, node,
+        f"`{ctx.segment(node)}` builds a tensor on the CPU (`{callee_tail(creator)}`) and "
+        f"`{fn.name}` ({tctx.path}:{fn.lineno}) copies it to the GPU on every iteration of "
+        f"{st.hot.describe}; create it there with `device=`.",
+        evidence=(("loop_line", st.hot.line), ("creator", callee_tail(creator)),
+                  ("mover", f"{tctx.path}:{fn.lineno}")),
+        condition=_default_device_condition(ctx, creator),
+    )
+    return True
 
 
 def _invariant_host_data(ctx: ModuleContext, node: ast.AST, st: State) -> bool:

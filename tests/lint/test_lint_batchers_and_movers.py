@@ -1,0 +1,455 @@
+"""Shapes of the ninth round (2026-12-02): an evaluation loop that pulls batches from a
+hand-written batcher (`while batch is not None: ... batch = batcher.next_batch()`); a helper
+whose only job is to move its argument to the GPU; window functions moved per call; a
+model's own method run per batch; a flag of an overriding method that the base class's
+caller turns on; loader subclasses of an aliased torch loader; layers built under an
+opt-in flag; `if kwargs:`; an evaluation run under no_grad except in an opt-in mode."""
+
+from __future__ import annotations
+
+from lint_helpers import found, line_of, program
+
+BATCHER_EVAL = {
+    "batcher.py": """
+import queue
+
+
+class Batcher:
+    def __init__(self, path, batch_size):
+        self.q = queue.Queue(16)
+
+    def next_batch(self):
+        return self.q.get()
+""",
+    "nets.py": """
+import torch
+import torch.nn as nn
+
+use_cuda = torch.cuda.is_available()
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class Bundle(object):
+    def __init__(self, path=None):
+        encoder = Encoder()
+        if use_cuda:
+            encoder = encoder.cuda()
+        self.encoder = encoder
+""",
+    "evaluate.py": """
+import torch
+from batcher import Batcher
+from nets import Bundle
+
+use_cuda = torch.cuda.is_available()
+
+
+class Evaluator(object):
+    def __init__(self, path):
+        self.batcher = Batcher(path, batch_size=16)
+        self.model = Bundle(path)
+
+    def one_batch(self, batch):
+        feats = torch.from_numpy(batch.feats).float()
+        state = torch.zeros(feats.size(0), 16)
+        if use_cuda:
+            feats = feats.cuda()
+            state = state.cuda()
+        out = self.model.encoder(feats) + state
+        return out.mean().item()
+
+    def run_eval(self):
+        total, n = 0.0, 0
+        batch = self.batcher.next_batch()
+        while batch is not None:
+            total += self.one_batch(batch)
+            n += 1
+            batch = self.batcher.next_batch()
+        return total / max(n, 1)
+
+
+if __name__ == "__main__":
+    Evaluator("ckpt").run_eval()
+""",
+}
+
+
+def test_an_evaluation_loop_over_a_hand_written_batcher_is_hot(tmp_path):
+    run = program(tmp_path, BATCHER_EVAL)
+    text = BATCHER_EVAL["evaluate.py"]
+    assert ("evaluate.py", line_of(text, "out.mean().item()"), "LT001") in found(run, "LT001")
+    assert ("evaluate.py", line_of(text, "state = state.cuda()"), "LT012") in found(run, "LT012")
+    # a `while` evaluation loop is held to no_grad as a `for` loop is
+    assert ("evaluate.py", line_of(text, "while batch is not None:"), "LT013") \
+        in found(run, "LT013")
+
+
+MOVER_HELPER = """
+import torch
+from torch.autograd import Variable
+
+
+class GanTrainer:
+    def __init__(self, gen, critic, loader, cuda=True):
+        self.gen, self.critic, self.loader = gen.cuda(), critic.cuda(), loader
+        self.cuda = cuda
+        self.device_index = 0
+        self.opt = torch.optim.Adam(critic.parameters())
+
+    def to_var(self, t):
+        if self.cuda:
+            return Variable(t).cuda(self.device_index)
+        return Variable(t)
+
+    def train(self):
+        for images in self.loader:
+            noise = torch.randn((images.size(0), 64, 1, 1))
+            images, noise = self.to_var(images), self.to_var(noise)
+            loss = self.critic(images).mean() - self.critic(self.gen(noise)).mean()
+            extra = self.to_var(torch.rand(images.size(0), 64, 1, 1))
+            labels = self.to_var(torch.tensor(images.size(0) * [1]))
+            loss = loss + self.critic(self.gen(extra)).mean() + labels.sum()
+            loss.backward()
+            self.opt.step()
+"""
+
+
+def test_a_tensor_built_on_the_cpu_and_moved_by_a_helper_is_flagged_at_the_call(tmp_path):
+    run = program(tmp_path, {"gan.py": MOVER_HELPER})
+    hits = found(run, "LT012")
+    assert ("gan.py", line_of(MOVER_HELPER, "self.to_var(images), self.to_var(noise)"),
+            "LT012") in hits
+    assert ("gan.py", line_of(MOVER_HELPER, "extra = self.to_var("), "LT012") in hits
+    # the batch itself has to go up, and so does a tensor of data (not a factory of sizes)
+    assert ("gan.py", line_of(MOVER_HELPER, "labels = self.to_var("), "LT012") not in hits
+    assert len([h for h in hits if h[0] == "gan.py"]) == 2
+
+
+WINDOW = """
+import torch
+import torch.nn as nn
+
+
+def spectrum(y, n_fft=512):
+    return torch.stft(y, n_fft, window=torch.hann_window(n_fft).to(y.device),
+                      return_complex=True).abs()
+
+
+class Scorer(nn.Module):
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+        self.head = nn.Linear(32, 1)
+
+    def forward(self, wave):
+        return self.head(self.encoder(spectrum(wave))).squeeze(-1)
+
+
+def train(model, loader, opt):
+    model = model.cuda()
+    for wave, target in loader:
+        wave, target = wave.cuda(), target.cuda()
+        loss = (model(wave) - target).abs().mean()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_window_built_on_the_cpu_and_moved_to_the_input_device_per_call(tmp_path):
+    run = program(tmp_path, {"model.py": WINDOW})
+    assert ("model.py", line_of(WINDOW, "torch.hann_window(n_fft).to(y.device)"), "LT012") \
+        in found(run, "LT012")
+
+
+OVERRIDDEN_FLAG = """
+import torch
+
+
+class BaseTrainer:
+    def __init__(self, model, train_loader, eval_loader):
+        self.model = model.cuda()
+        self.train_loader, self.eval_loader = train_loader, eval_loader
+        self.optim = torch.optim.Adam(model.parameters())
+
+    def train(self, epoch):
+        self.iteration(epoch, self.train_loader)
+
+    def valid(self, epoch, full_sort=False):
+        return self.iteration(epoch, self.eval_loader, full_sort, train=False)
+
+    def iteration(self, epoch, loader, full_sort=False, train=True):
+        raise NotImplementedError
+
+
+class SeqTrainer(BaseTrainer):
+    def iteration(self, epoch, loader, full_sort=False, train=True):
+        if train:
+            for batch in loader:
+                loss = self.model(batch.cuda()).mean()
+                self.optim.zero_grad()
+                loss.backward()
+                self.optim.step()
+            return None
+        self.model.eval()
+        preds = []
+        if full_sort:
+            for batch in loader:
+                out = self.model.score_all(batch.cuda())
+                preds.append(out.cpu().numpy())
+        return preds
+
+
+def main(model, train_loader, eval_loader):
+    trainer = SeqTrainer(model, train_loader, eval_loader)
+    for epoch in range(10):
+        trainer.train(epoch)
+        trainer.valid(epoch, full_sort=True)
+
+
+if __name__ == "__main__":
+    main(None, None, None)
+"""
+
+
+def test_a_flag_the_base_class_caller_turns_on_is_not_opt_in(tmp_path):
+    run = program(tmp_path, {"trainers.py": OVERRIDDEN_FLAG})
+    text = OVERRIDDEN_FLAG
+    # `self.model.score_all(x)`: a method of the model runs it, so the loop evaluates
+    assert ("trainers.py", line_of(text, "preds.append(out.cpu().numpy())"), "LT001") \
+        in found(run, "LT001")
+    assert ("trainers.py", line_of(text, "if full_sort:") + 1, "LT013") in found(run, "LT013")
+
+
+def test_a_flag_no_caller_turns_on_stays_opt_in(tmp_path):
+    text = OVERRIDDEN_FLAG.replace("trainer.valid(epoch, full_sort=True)",
+                                   "trainer.valid(epoch)")
+    run = program(tmp_path, {"trainers.py": text})
+    assert not [h for h in found(run, "LT001")
+                if h[1] == line_of(text, "preds.append(out.cpu().numpy())")]
+
+
+CAPTION_TRAINER = {
+    "data/__init__.py": """
+from torch.utils.data import DataLoader as TorchDataLoader
+
+
+class DataLoader(TorchDataLoader):
+    def __init__(self, dataset, *args, **kwargs):
+        super().__init__(dataset, *args, collate_fn=dataset.collate_fn(), **kwargs)
+""",
+    "data/field.py": """
+import torch
+
+_DTYPES = {
+    torch.float32: float,
+    torch.float16: float,
+    torch.int64: int,
+}
+
+
+def python_type(dtype):
+    return _DTYPES[dtype]
+""",
+    "train.py": """
+import argparse
+
+import torch
+from torch import nn
+from data import DataLoader
+
+
+def train_xe(model, dataloader, optim, device):
+    model.train()
+    for it, (x, y) in enumerate(dataloader):
+        x, y = x.to(device), y.to(device)
+        loss = nn.functional.cross_entropy(model(x), y)
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+
+
+if __name__ == "__main__":
+    device = torch.device("cuda")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=0)
+    args = parser.parse_args()
+    model = nn.Linear(4, 4).to(device)
+    optim = torch.optim.Adam(model.parameters())
+    for e in range(100):
+        loader = DataLoader(list(range(10)), batch_size=8, shuffle=True,
+                            num_workers=args.workers)
+        train_xe(model, loader, optim, device)
+""",
+}
+
+
+def test_a_loader_subclass_of_an_aliased_torch_loader_and_a_dtype_table(tmp_path):
+    run = program(tmp_path, CAPTION_TRAINER)
+    text = CAPTION_TRAINER["train.py"]
+    line = line_of(text, "loader = DataLoader(")
+    # the project's DataLoader subclasses torch's under another name: a torch loader
+    assert ("train.py", line, "LT002") in found(run, "LT002")
+    assert ("train.py", line, "LT003") in found(run, "LT003")
+    # a table keyed by dtype sets no precision: the program trains in fp32
+    assert found(run, "LT006")
+
+
+FUSION_BLOCK = """
+import argparse
+
+import torch
+import torch.nn as nn
+
+
+class AudioNet(nn.Module):
+    def __init__(self, enable_fusion=False):
+        super().__init__()
+        self.enable_fusion = enable_fusion
+        self.stem = nn.Sequential(nn.Conv2d(1, 8, 3, bias=False), nn.BatchNorm2d(8))
+        if self.enable_fusion:
+            self.fuse = nn.Sequential(nn.Conv1d(8, 8, 5), nn.BatchNorm1d(8))
+        self.head = nn.Sequential(nn.Conv2d(8, 8, 3), nn.BatchNorm2d(8))
+
+    def forward(self, x):
+        return self.head(self.stem(x))
+
+
+class LibraryBlock(nn.Module):
+    def __init__(self, use_proj=False):
+        super().__init__()
+        if use_proj:
+            self.proj = nn.Sequential(nn.Conv2d(8, 8, 1), nn.BatchNorm2d(8))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--enable-fusion", action="store_true")
+    args = parser.parse_args()
+    return AudioNet(enable_fusion=args.enable_fusion)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_conv_built_only_under_an_opt_in_flag_is_not_flagged(tmp_path):
+    run = program(tmp_path, {"net.py": FUSION_BLOCK})
+    hits = found(run, "LT016")
+    assert ("net.py", line_of(FUSION_BLOCK, "self.head = nn.Sequential("), "LT016") in hits
+    assert ("net.py", line_of(FUSION_BLOCK, "self.fuse = nn.Sequential("), "LT016") not in hits
+    # a library block that nobody here builds: its option is judged as written
+    assert ("net.py", line_of(FUSION_BLOCK, "self.proj = nn.Sequential("), "LT016") in hits
+
+
+ACCUMULATED_CONTRAST = """
+import torch
+
+
+class Trainer:
+    def __init__(self, model, loader, opt, accumulate=4):
+        self.model, self.loader, self.opt, self.accumulate = model.cuda(), loader, opt, accumulate
+
+    def train(self):
+        self.model.eval()
+        for i in range(self.accumulate):
+            batch = next(self.loader).cuda()
+            self.model.contrast(batch, accumulate=True)
+        loss = self.model.contrast_loss()
+        loss.backward()
+        self.opt.step()
+"""
+
+
+def test_a_model_method_whose_result_is_trained_on_after_the_loop_is_no_evaluation(tmp_path):
+    run = program(tmp_path, {"trainer.py": ACCUMULATED_CONTRAST})
+    assert not found(run, "LT013")
+
+
+KWARGS_TEST = """
+import torch
+
+
+class WeightedLoss:
+    def __call__(self, pred, **kwargs):
+        if kwargs:
+            pred = pred * kwargs["weight"]
+        return pred.mean()
+
+
+def train(model, loader, opt):
+    loss_fn = WeightedLoss()
+    model = model.cuda()
+    for x, w in loader:
+        x, w = x.cuda(), w.cuda()
+        loss = loss_fn(model(x), weight=w)
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_the_truth_of_a_kwargs_dict_of_gpu_tensors_is_no_sync(tmp_path):
+    run = program(tmp_path, {"train.py": KWARGS_TEST})
+    assert ("train.py", line_of(KWARGS_TEST, "if kwargs:"), "LT001") not in found(run, "LT001")
+
+
+EVALUATE_MODE = """
+import argparse
+
+import torch
+
+
+def validate(val_loader, model):
+    model.eval()
+    total = 0.0
+    for x, y in val_loader:
+        total += (model(x.cuda()) - y.cuda()).abs().mean()
+    return total
+
+
+def train(train_loader, model, opt):
+    model.train()
+    for x, y in train_loader:
+        loss = (model(x.cuda()) - y.cuda()).abs().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--evaluate", action="store_true")
+    args = parser.parse_args()
+    model = torch.nn.Linear(4, 4).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = torch.utils.data.DataLoader(range(8), num_workers=2, pin_memory=True)
+    if args.evaluate:
+        validate(loader, model)
+        return
+    for epoch in range(10):
+        train(loader, model, opt)
+        with torch.no_grad():
+            validate(loader, model)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_evaluation_under_no_grad_but_in_an_opt_in_mode_is_not_flagged(tmp_path):
+    run = program(tmp_path, {"main.py": EVALUATE_MODE})
+    assert not found(run, "LT013")
+    # without the no_grad of the default run it is
+    text = EVALUATE_MODE.replace("        with torch.no_grad():\n            validate",
+                                 "        if True:\n            validate")
+    run = program(tmp_path / "again", {"main.py": text})
+    assert found(run, "LT013")
