@@ -805,7 +805,7 @@ def test_a_learning_rate_scheduler_is_no_optimizer():
     """A scheduler's step() may run once per epoch: it is not walked as an optimizer's."""
     import ast
 
-    from pitstop.lint.index import is_optimizer_class
+    from pitstop.lint.steps import is_optimizer_class
 
     aliases = {"_LRScheduler": "torch.optim.lr_scheduler._LRScheduler",
                "Optimizer": "torch.optim.Optimizer", "torch": "torch"}

@@ -20,19 +20,20 @@ from typing import TYPE_CHECKING
 
 from pitstop.lint.astutil import dotted
 from pitstop.lint.devices import DeviceModel
-from pitstop.lint.index import LOOPS, FuncDef, ModuleIndex, is_step_call
+from pitstop.lint.index import LOOPS, FuncDef, ModuleIndex
 from pitstop.lint.loops import LoopModel
 from pitstop.lint.model import Fix, LintFinding
 from pitstop.lint.program import Origin, Program, Resolved, Sym
+from pitstop.lint.steps import is_step_call
 from pitstop.lint.summary import Describer, summarize
-from pitstop.lint.values import (
+from pitstop.lint.values import ValueModel
+from pitstop.lint.values_kinds import (
     CPU,
     GPU,
     LOADER,
     MASK,
     MODEL,
     PLACED,
-    ValueModel,
     loader_key,
     loader_ref,
 )

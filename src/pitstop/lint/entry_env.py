@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from pitstop.lint.astutil import callee_tail, dotted, param_names
 from pitstop.lint.index import FuncDef
-from pitstop.lint.values import GPU, HOST_METHODS, MASK_METHODS, META_ATTRS, MODEL
+from pitstop.lint.values_kinds import GPU, HOST_METHODS, MASK_METHODS, META_ATTRS, MODEL
 
 if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext

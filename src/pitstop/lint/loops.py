@@ -35,9 +35,10 @@ from pitstop.lint.astutil import (
     param_names,
     unwrap_iterable,
 )
-from pitstop.lint.index import FuncDef, is_optimizer_class, is_step_call
+from pitstop.lint.index import FuncDef
 from pitstop.lint.settings import option_name, options_owner
-from pitstop.lint.values import is_loader_kind
+from pitstop.lint.steps import is_optimizer_class, is_step_call
+from pitstop.lint.values_kinds import is_loader_kind
 
 if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
@@ -537,7 +538,7 @@ class LoopModel:
             return any(self.gates_progress(v, st) for v in test.values)
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
                 test.ops[0], (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
-            from pitstop.lint.values import GPU, MASK
+            from pitstop.lint.values_kinds import GPU, MASK
 
             sides = [test.left, test.comparators[0]]
             if isinstance(test.ops[0], (ast.Lt, ast.LtE)) and isinstance(test.left, ast.Name) \

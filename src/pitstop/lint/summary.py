@@ -50,7 +50,8 @@ from pitstop.lint.astutil import (
     qualname,
 )
 from pitstop.lint.dataset_items import item_costs
-from pitstop.lint.index import FUNCS, MODEL_FACTORY_RE, FuncDef, ImportRef, ModuleIndex
+from pitstop.lint.index import FUNCS, FuncDef, ImportRef, ModuleIndex
+from pitstop.lint.index_facts import MODEL_FACTORY_RE
 from pitstop.lint.loaders import dataloader_calls, loader_arg, loader_id, whole_split_batch
 from pitstop.lint.mentions import PATH_HINTS, arch_owners, mentions, top_level_refs
 from pitstop.lint.settings import (

@@ -28,8 +28,9 @@ from pitstop.lint.astutil import (
     target_names,
 )
 from pitstop.lint.entry_env import EntryEnv
-from pitstop.lint.index import LOOPS, FuncDef, is_optimizer_class
+from pitstop.lint.index import LOOPS, FuncDef
 from pitstop.lint.loops import ENGINES, LIGHTNING_HOOKS
+from pitstop.lint.steps import is_optimizer_class
 from pitstop.lint.stmt_shapes import (
     NAMED_ITEMS,
     only_reports,
@@ -37,7 +38,7 @@ from pitstop.lint.stmt_shapes import (
     serves_cached,
     used_as_string,
 )
-from pitstop.lint.values import (
+from pitstop.lint.values_kinds import (
     CPU,
     DERIVED,
     GPU,
@@ -762,7 +763,7 @@ def _generates(loop: ast.AST) -> bool:
 
 def _host_tensor_name(ctx: ModuleContext, name: str, st: State) -> bool:
     """Is ``name`` a tensor built on the host (`torch.zeros(n)`), not a container?"""
-    from pitstop.lint.values import CREATORS
+    from pitstop.lint.values_kinds import CREATORS
 
     for a in ctx.index.scoped_assigns.get((st.func, name), ()):
         v = a.value

@@ -8,7 +8,8 @@ import re
 from pitstop.lint.astutil import LOSS_RE, callee_tail, dotted, kwarg, qualname, root_name
 from pitstop.lint.context import CPU, GPU, MASK, OR, ModuleContext, State
 from pitstop.lint.loops import is_env_step
-from pitstop.lint.values import CREATORS, DERIVED, stringish
+from pitstop.lint.values import stringish
+from pitstop.lint.values_kinds import CREATORS, DERIVED
 
 CODE = "LT001"
 
