@@ -453,3 +453,96 @@ def test_an_evaluation_under_no_grad_but_in_an_opt_in_mode_is_not_flagged(tmp_pa
                                  "        if True:\n            validate")
     run = program(tmp_path / "again", {"main.py": text})
     assert found(run, "LT013")
+
+
+EDICT_CONFIG = {
+    "config.py": """
+import torch
+from easydict import EasyDict as edict
+
+
+def get_config(training=True):
+    conf = edict()
+    conf.device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    conf.batch_size = 64
+    if training:
+        conf.pin_memory = True
+        conf.num_workers = 4
+    else:
+        conf.num_workers = 0
+    return conf
+""",
+    "train.py": """
+import torch
+from torch.utils.data import DataLoader
+from config import get_config
+
+
+def train(conf, model, dataset, opt):
+    loader = DataLoader(dataset, batch_size=conf.batch_size, shuffle=True,
+                        pin_memory=conf.pin_memory, num_workers=conf.num_workers)
+    model = model.to(conf.device)
+    for epoch in range(10):
+        for imgs, labels in loader:
+            imgs = imgs.to(conf.device)
+            loss = torch.nn.functional.cross_entropy(model(imgs), labels.to(conf.device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    conf = get_config()
+    train(conf, torch.nn.Linear(4, 4), list(range(8)), None)
+""",
+}
+
+
+def test_fields_of_a_config_object_a_function_builds_are_settings(tmp_path):
+    run = program(tmp_path, EDICT_CONFIG)
+    text = EDICT_CONFIG["train.py"]
+    # `conf.pin_memory = True` in get_config(): the loader pins, so the copies can overlap
+    assert ("train.py", line_of(text, "imgs = imgs.to(conf.device)"), "LT008") in found(run, "LT008")
+    # `num_workers` is 4 or 0 depending on the branch: no one default, nothing said
+    assert not found(run, "LT002")
+
+
+MULTI_GPU_OPTION = """
+import argparse
+
+import torch
+
+
+def train(args, model, loader, opt):
+    for x, y in loader:
+        loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+        if args.n_gpu > 1:
+            print(loss.item())
+        if args.replicas > 1:
+            print(loss.item())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n_gpu", type=int, default=1)
+    parser.add_argument("--replicas", type=int, default=4)
+    args = parser.parse_args()
+    model = torch.nn.Linear(4, 4).cuda()
+    loader = torch.utils.data.DataLoader(range(8), num_workers=2, pin_memory=True)
+    train(args, model, loader, torch.optim.SGD(model.parameters(), lr=0.1))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_code_under_a_count_above_one_with_a_default_of_one_is_opt_in(tmp_path):
+    run = program(tmp_path, {"train.py": MULTI_GPU_OPTION})
+    lines = {line for _, line, _ in found(run, "LT001")}
+    text = MULTI_GPU_OPTION
+    assert line_of(text, "if args.n_gpu > 1:") + 1 not in lines  # --n_gpu 1 unless asked
+    assert line_of(text, "if args.replicas > 1:") + 1 in lines  # 4 by default: it runs

@@ -309,9 +309,10 @@ class LoopModel:
         """`self.model.finetune(input_ids)`, `model.generate(x)`: a method of a model
         handed data, which runs the model (not `model.load_state_dict(sd)`)."""
         func = call.func
-        if not (isinstance(func, ast.Attribute) and call.args) or func.attr.startswith("_") \
-                or func.attr in MODEL_HOUSEKEEPING or func.attr in MODEL_UPKEEP:
-            return False
+        if not isinstance(func, ast.Attribute) or func.attr.startswith("_") \
+                or func.attr in MODEL_HOUSEKEEPING or func.attr in MODEL_UPKEEP \
+                or all(isinstance(a, ast.Constant) for a in call.args):
+            return False  # (data handed in: not `model_out.get("loss")`)
         owner = dotted(func.value)
         if owner is None or not (owner in self.ctx.index.model_names
                                  or MODEL_RE.search(owner.rsplit(".", 1)[-1].lower())):
@@ -567,8 +568,49 @@ class LoopModel:
         """Is ``test`` a flag that is off unless asked for (also `if a and flag:`)?"""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return any(self.opt_in(v, st) for v in test.values)
+        if isinstance(test, ast.Compare):
+            return self._more_than_one(test, st)
         return isinstance(test, (ast.Name, ast.Attribute, ast.Subscript)) \
             and self._opt_in(test, st)
+
+    def _more_than_one(self, test: ast.Compare, st: State) -> bool:
+        """`if args.n_gpu > 1:` (or `>= 2`) with the option 1 by default: the multi-GPU
+        path of a program that runs on one unless told (not `torch.cuda.device_count()
+        > 1`, which the machine decides)."""
+        if len(test.ops) != 1 or not isinstance(test.comparators[0], ast.Constant):
+            return False
+        op, bound = test.ops[0], test.comparators[0].value
+        if not ((isinstance(op, ast.Gt) and bound == 1) or (isinstance(op, ast.GtE) and bound == 2)):
+            return False
+        left = test.left
+        if isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name) \
+                and left.value.id == "self" and st.func is not None:
+            left = self._attribute_source(left.attr, st.func) or left  # `self.ngpu = opt.ngpu`
+        option = option_name(left)
+        setting = self.ctx.program.setting(option) if option is not None else None
+        return setting is not None and isinstance(setting.default, int) \
+            and not isinstance(setting.default, bool) and setting.default <= 1
+
+    def _attribute_source(self, attr: str, method: FuncDef) -> ast.expr | None:
+        """What `__init__` of ``method``'s class assigns to `self.<attr>`, if it is an
+        option (`self.ngpu = opt.ngpu`)."""
+        found = self._init_assignment(attr, method)
+        value = found[1].value if found is not None else None
+        return value if isinstance(value, ast.Attribute) and options_owner(value.value) else None
+
+    def _init_assignment(self, attr: str, method: FuncDef
+                         ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.Assign] | None:
+        """The `__init__` of ``method``'s class and its first `self.<attr> = ...`."""
+        index = self.ctx.index
+        cls = index.class_of.get(method)
+        init = index.method(cls, "__init__") if cls is not None else None
+        for stmt in ast.walk(init) if init is not None else ():
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0], ast.Attribute) \
+                    and stmt.targets[0].attr == attr:
+                assert init is not None
+                return init, stmt
+        return None
 
     def under_opt_in(self, node: ast.AST) -> bool:
         """Does ``node`` run only when the user asks: in the body of an `if` on an opt-in
@@ -666,29 +708,23 @@ class LoopModel:
         defaults off: off unless the user builds or configures the object so."""
         from pitstop.lint.walk import State
 
-        index = self.ctx.index
-        cls = index.class_of.get(method)
-        init = index.method(cls, "__init__") if cls is not None else None
-        if init is None or cls is None:
+        found = self._init_assignment(attr, method)
+        if found is None:
             return False
-        for stmt in ast.walk(init):
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                    and isinstance(stmt.targets[0], ast.Attribute)
-                    and stmt.targets[0].attr == attr):
-                continue
-            if isinstance(stmt.value, ast.Name):
-                param = stmt.value.id
-                return param_default(init, param) is False and not self.ctx.program.switched_on(
-                    self.ctx.key, f"{cls.name}.__init__", param)
-            if isinstance(stmt.value, (ast.Attribute, ast.Subscript)) \
-                    and not (isinstance(stmt.value, ast.Attribute)
-                             and dotted(stmt.value.value) == "self"):
-                # `self.visdom_epoch = args.visdom_epoch` (an option that defaults to 0)
-                return self._opt_in(stmt.value, State(func=init))
-            if isinstance(stmt.value, ast.Constant) and stmt.value.value is False:
-                # `self.binaryCE = False` (set by whoever builds the model, when asked)
-                return not self._turned_on_elsewhere(attr)
-            return False
+        init, stmt = found
+        cls = self.ctx.index.class_of[method]
+        if isinstance(stmt.value, ast.Name):
+            param = stmt.value.id
+            return param_default(init, param) is False and not self.ctx.program.switched_on(
+                self.ctx.key, f"{cls.name}.__init__", param)
+        if isinstance(stmt.value, (ast.Attribute, ast.Subscript)) \
+                and not (isinstance(stmt.value, ast.Attribute)
+                         and dotted(stmt.value.value) == "self"):
+            # `self.visdom_epoch = args.visdom_epoch` (an option that defaults to 0)
+            return self._opt_in(stmt.value, State(func=init))
+        if isinstance(stmt.value, ast.Constant) and stmt.value.value is False:
+            # `self.binaryCE = False` (set by whoever builds the model, when asked)
+            return not self._turned_on_elsewhere(attr)
         return False
 
     def _mode_switch(self, name: str) -> bool:
@@ -737,7 +773,10 @@ MODEL_HOUSEKEEPING = frozenset({"parameters", "train", "eval", "state_dict", "to
 MODEL_UPKEEP = frozenset({"register_buffer", "register_parameter", "add_module", "requires_grad_",
                           "half", "float", "double", "bfloat16", "type", "save", "load",
                           "get_submodule", "get_parameter", "share_memory", "named_modules",
-                          "register_full_backward_hook", "register_forward_pre_hook"})
+                          "register_full_backward_hook", "register_forward_pre_hook",
+                          # a dict of outputs (`model_out.get(key)`), a ModuleDict's lookups
+                          "get", "items", "keys", "values", "pop", "setdefault", "update",
+                          "copy", "append", "extend"})
 
 
 def _eval_switched(fn: FuncDef, loop: ast.stmt) -> list[ast.expr]:

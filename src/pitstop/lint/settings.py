@@ -196,16 +196,32 @@ def module_settings(body: list[ast.stmt], path: str) -> dict[str, Setting]:
 
 
 def attribute_settings(body: list[ast.stmt], path: str) -> dict[str, Setting]:
-    """Fields a config module sets at its top: ``config.TEST.FLIP_TEST = False`` on a
-    ``config = edict()`` (yacs' ``_C.SOLVER.BASE_LR = 0.1`` alike): the defaults the
-    program runs with unless a YAML file says otherwise."""
+    """Fields a config module sets on a ``config = edict()`` (yacs' ``_C.SOLVER.BASE_LR =
+    0.1`` alike): at its top (``config.TEST.FLIP_TEST = False``), or in a function that
+    builds and returns one (``def get_config(): conf = edict(); conf.pin_memory = True``):
+    the defaults the program runs with unless a YAML file says otherwise. A field given two
+    different literals (``if training: ... else: ...``) has no one default."""
+    out = _config_fields(body, [s for s in body if not isinstance(
+        s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))], path)
+    for fn in body:
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for name, setting in _config_fields(fn.body, [n for n in ast.walk(fn)
+                                                          if isinstance(n, ast.Assign)],
+                                                path).items():
+                out.setdefault(name, setting)
+    return out
+
+
+def _config_fields(body: list[ast.stmt], assigns: list[ast.AST], path: str
+                   ) -> dict[str, Setting]:
     roots = {t.id for stmt in body if isinstance(stmt, ast.Assign)
              and isinstance(stmt.value, ast.Call) and callee_tail(stmt.value) in CONFIG_OBJECTS
              for t in stmt.targets if isinstance(t, ast.Name)}
     out: dict[str, Setting] = {}
     if not roots:
         return out
-    for stmt in body:
+    conflicting: set[str] = set()
+    for stmt in assigns:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Attribute)):
             continue
@@ -214,9 +230,12 @@ def attribute_settings(body: list[ast.stmt], path: str) -> dict[str, Setting]:
         if name.split(".", 1)[0] not in roots:
             continue
         value = _literal(stmt.value)
-        if value is not UNKNOWN:
-            out.setdefault(target.attr, Setting(target.attr, value, (), stmt.lineno, path))
-    return out
+        known = out.get(target.attr)
+        if value is UNKNOWN or (known is not None and known.default != value):
+            conflicting.add(target.attr)
+        elif known is None:
+            out[target.attr] = Setting(target.attr, value, (), stmt.lineno, path)
+    return {k: v for k, v in out.items() if k not in conflicting}
 
 
 def options_owner(node: ast.AST) -> bool:
