@@ -546,3 +546,118 @@ def test_code_under_a_count_above_one_with_a_default_of_one_is_opt_in(tmp_path):
     text = MULTI_GPU_OPTION
     assert line_of(text, "if args.n_gpu > 1:") + 1 not in lines  # --n_gpu 1 unless asked
     assert line_of(text, "if args.replicas > 1:") + 1 in lines  # 4 by default: it runs
+
+
+RETINA_STYLE_LOSS = """
+import torch
+from torch.autograd import Variable
+
+try:
+    autocast = torch.cuda.amp.autocast
+except AttributeError:
+    autocast = None
+
+
+def multibox(conf, target):
+    pos = target > 0
+    num_pos = max(pos.sum().float(), 1)
+    n = max(len(target), 1)
+    return (conf * pos).sum() / num_pos / n
+
+
+def pad(x, k):
+    extra = torch.Tensor(torch.zeros(x.size(0), k)).type(x.type())
+    return torch.cat([x, extra], 1)
+
+
+def train(model, loader, opt):
+    model = model.cuda()
+    for x, y in loader:
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        with autocast(enabled=True):
+            loss = multibox(model(pad(x, 4)), y)
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_python_max_against_a_number_an_input_typed_pad_and_an_autocast_alias(tmp_path):
+    run = program(tmp_path, {"train.py": RETINA_STYLE_LOSS})
+    text = RETINA_STYLE_LOSS
+    assert ("train.py", line_of(text, "num_pos = max("), "LT001") in found(run, "LT001")
+    assert ("train.py", line_of(text, "n = max(len(target), 1)"), "LT001") not in found(run, "LT001")
+    assert ("train.py", line_of(text, "extra = torch.Tensor("), "LT012") in found(run, "LT012")
+    assert ("train.py", line_of(text, "with autocast(enabled=True):"), "LT007") \
+        in found(run, "LT007")
+
+
+WRAPPED_CONVS = """
+import torch.nn as nn
+from layers import SpectralNorm
+
+
+class _BatchNorm2d(nn.BatchNorm2d):
+    def __init__(self, n):
+        super().__init__(n, eps=1e-6, momentum=0.05)
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Sequential(SpectralNorm(nn.ConvTranspose2d(100, 64, 4)), nn.BatchNorm2d(64))
+        self.mid = nn.Sequential(nn.utils.spectral_norm(nn.Conv2d(64, 64, 3, bias=False)),
+                                 nn.BatchNorm2d(64))
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 11, 2), _BatchNorm2d(64))
+
+    def forward(self, z):
+        return self.mid(self.up(z))
+"""
+
+
+def test_conv_bias_inside_spectral_norm_and_before_a_batchnorm_subclass(tmp_path):
+    run = program(tmp_path, {"gen.py": WRAPPED_CONVS})
+    lines = {line for _, line, _ in found(run, "LT016")}
+    assert line_of(WRAPPED_CONVS, "self.up = ") in lines
+    assert line_of(WRAPPED_CONVS, "self.stem = ") in lines
+    assert line_of(WRAPPED_CONVS, "self.mid = ") not in lines  # bias=False already
+
+
+CAPITAL_CONFIG = {
+    "Config.py": """
+print_frequency = 1
+epochs = 100
+""",
+    "train.py": """
+import torch
+import Config as config
+
+
+def train_one_epoch(loader, model, opt):
+    for i, (x, y) in enumerate(loader):
+        x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+        loss = (model(x) - y).abs().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i % config.print_frequency == 0:
+            print("loss {:.4f}".format(loss))
+
+
+def main(loader):
+    model = torch.nn.Linear(4, 4).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(config.epochs):
+        train_one_epoch(loader, model, opt)
+
+
+if __name__ == "__main__":
+    main([])
+""",
+}
+
+
+def test_a_config_module_named_with_a_capital_is_read(tmp_path):
+    run = program(tmp_path, CAPITAL_CONFIG)
+    # `print_frequency = 1` in Config.py: the print runs on every step
+    assert ("train.py", line_of(CAPITAL_CONFIG["train.py"], 'print("loss {:.4f}"'), "LT001") \
+        in found(run, "LT001")

@@ -32,8 +32,9 @@ _CONFIG_NAMES = r"(Config|Args|Arguments|Options|Settings|H[Pp]arams|HyperParams
 CONFIG_CLASS_RE = re.compile(_CONFIG_NAMES + "$|^(CFG|Cfg|Hyp|HP|Opts?)$")
 # Modules of plain constants a program imports as its configuration (`import config as
 # CFG` ... `num_workers=CFG.num_workers`)
+# (`Config.py` as well: `import Config as config`)
 CONFIG_MODULE_RE = re.compile(r"^(config|configs|cfg|conf|settings|hparams|hyperparams|params|"
-                              r"options|opts)$")
+                              r"options|opts)$", re.IGNORECASE)
 # Module-level config objects filled field by field (`config = edict()`, `_C = CN()`)
 CONFIG_OBJECTS = frozenset({"edict", "EasyDict", "CN", "CfgNode", "ConfigDict", "AttrDict",
                             "Namespace", "SimpleNamespace", "Dict", "DotMap", "Munch"})

@@ -48,6 +48,9 @@ def check(ctx: ModuleContext) -> None:
     torch_bound = ctx.aliases.get("torch") == "torch"
     for call in ctx.calls:
         qn = qualname(call.func, ctx.aliases)
+        if qn not in REPLACEMENTS and isinstance(call.func, ast.Name):
+            _report_alias(ctx, call)
+            continue
         if qn not in REPLACEMENTS or compat_fallback(ctx, call):
             continue
         new, device, names = REPLACEMENTS[qn]
@@ -67,3 +70,22 @@ def check(ctx: ModuleContext) -> None:
             f"since PyTorch 2.4 and warns on every use; use `{new}(\"{device}\", ...)`.",
             fix=fix,
         )
+
+
+def _report_alias(ctx: ModuleContext, call: ast.Call) -> None:
+    """`autocast = torch.cuda.amp.autocast` at the top of the module (often in a `try:`,
+    with a dummy class for old PyTorch in the `except:`), then `with autocast(...):`: the
+    deprecated API under another name. No automatic fix: the alias is the place to edit."""
+    assert isinstance(call.func, ast.Name)
+    assigns = ctx.index.scoped_assigns.get((None, call.func.id), ())
+    for a in assigns:
+        qn = qualname(a.value, ctx.aliases) if isinstance(a.value, ast.Attribute) else None
+        if qn in REPLACEMENTS:
+            new, device, _ = REPLACEMENTS[qn]
+            ctx.report(
+                CODE, call,
+                f"`{call.func.id}` is `{qn}` (line {a.lineno}), deprecated since PyTorch 2.4, "
+                f"which warns on every use; bind it to "
+                f'`functools.partial({new}, "{device}")` instead.',
+            )
+            return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from itertools import pairwise
 from typing import TypeGuard
 
@@ -46,6 +47,20 @@ def _wrapped_conv_with_bias(ctx: ModuleContext, node: ast.AST) -> bool:
     return value is None or (isinstance(value, ast.Constant) and value.value is True)
 
 
+# weight reparametrizations that keep the layer's bias (`SpectralNorm(nn.Conv2d(...))`)
+REPARAMETRIZE_RE = re.compile(r"^_*(spectral_?norm|weight_?norm|SpectralNorm|WeightNorm|SNConv)$",
+                              re.IGNORECASE)
+
+
+def _reparametrized(node: ast.AST) -> ast.AST:
+    """The layer inside `spectral_norm(nn.ConvTranspose2d(...))` (a project's own
+    `SpectralNorm` class alike): its bias still feeds the BatchNorm after it."""
+    if isinstance(node, ast.Call) and len(node.args) >= 1 \
+            and REPARAMETRIZE_RE.match(callee_tail(node)) and _is_conv(node.args[0]):
+        return node.args[0]
+    return node
+
+
 def _built_unasked(ctx: ModuleContext, conv: ast.Call) -> bool:
     """Is the layer in a block class no model of the program builds, or built only under
     an opt-in flag (`if self.enable_fusion:` in `__init__`) of a class the program builds
@@ -72,7 +87,8 @@ def _report_wrapped(ctx: ModuleContext, conv: ast.Call, bn: ast.Call) -> None:
 
 
 def _is_bn(node: ast.AST) -> TypeGuard[ast.Call]:
-    return isinstance(node, ast.Call) and callee_tail(node).startswith(
+    # (`_BatchNorm2d`: a project's own subclass, named after the layer it extends)
+    return isinstance(node, ast.Call) and callee_tail(node).lstrip("_").startswith(
         ("BatchNorm", "SyncBatchNorm", "LazyBatchNorm"))
 
 
@@ -214,6 +230,7 @@ def _pair(ctx: ModuleContext, a: ast.AST, b: ast.AST, *, fixable: bool = True,
         for conv in convs.get((ctx.enclosing(a, (ast.ClassDef,)), dotted(a) or ""), ()):
             _report_layer(ctx, conv, bn, fixable=False)
         return
+    a = _reparametrized(a)
     if _is_conv(a):
         _report(ctx, a, bn, fixable=fixable)
     elif _wrapped_conv_with_bias(ctx, a):

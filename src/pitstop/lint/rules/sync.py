@@ -317,10 +317,12 @@ def _check_call(ctx: ModuleContext, node: ast.Call, st: State) -> None:
                     "the host", tail)
             return
         if tail in {"max", "min"} and node.args and not node.keywords \
-                and tail not in ctx.index.functions and all(
-                    ctx.kind(a, st) in (GPU, MASK) for a in node.args):
+                and tail not in ctx.index.functions and any(
+                    ctx.kind(a, st) in (GPU, MASK) for a in node.args
+                    if not isinstance(a, ast.Starred)):
             # (Python's max() compares the tensor's elements, or the tensors, with `>`:
-            # each answer a GPU boolean that `if` reads on the host)
+            # each answer a GPU boolean that `if` reads on the host -- also against a
+            # number: `max(num_pos.sum(), 1)`)
             _report(ctx, node, st, f"compares GPU values with the Python builtin `{tail}()`, "
                     "reading each comparison on the host", tail)
             return

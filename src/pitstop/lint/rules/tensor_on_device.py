@@ -306,6 +306,16 @@ def _host_data(ctx: ModuleContext, node: ast.AST) -> str | None:
     return None
 
 
+def _type_of_gpu_tensor(ctx: ModuleContext, node: ast.AST, st: State) -> bool:
+    """`mel.type()` of a GPU tensor (`torch.FloatTensor(n).zero_().type(mel.type())`: the
+    CUDA type of the input, so the CPU tensor is copied to the GPU)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "type" and not node.args and not node.keywords):
+        return False
+    inner = node.func.value
+    return ctx.kind(inner, st) == GPU or _forward_input(ctx, inner, st)
+
+
 def _check_typed(ctx: ModuleContext, node: ast.Call, st: State) -> bool:
     """`Tensor(np.random.normal(...))` and `torch.ones(n).type(Tensor)` with `Tensor` a
     CUDA tensor type (`torch.cuda.FloatTensor if cuda else torch.FloatTensor`): host data
@@ -315,7 +325,7 @@ def _check_typed(ctx: ModuleContext, node: ast.Call, st: State) -> bool:
     if devices.gpu_tensor_type(node.func):
         moved = node.args[0] if len(node.args) == 1 and not node.keywords else None
     elif isinstance(node.func, ast.Attribute) and node.func.attr == "type" and node.args \
-            and devices.gpu_tensor_type(node.args[0]):
+            and (devices.gpu_tensor_type(node.args[0]) or _type_of_gpu_tensor(ctx, node.args[0], st)):
         moved = node.func.value
     if moved is None:
         return False
