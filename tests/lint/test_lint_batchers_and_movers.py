@@ -264,6 +264,7 @@ import argparse
 import torch
 from torch import nn
 from data import DataLoader
+from data.field import python_type
 
 
 def train_xe(model, dataloader, optim, device):
@@ -467,9 +468,18 @@ def get_config(training=True):
     conf.batch_size = 64
     if training:
         conf.pin_memory = True
-        conf.num_workers = 4
-    else:
-        conf.num_workers = 0
+    return conf
+
+
+def get_eval_config():
+    conf = edict()
+    conf.num_workers = 0
+    return conf
+
+
+def get_train_config():
+    conf = edict()
+    conf.num_workers = 4
     return conf
 """,
     "train.py": """
@@ -503,7 +513,7 @@ def test_fields_of_a_config_object_a_function_builds_are_settings(tmp_path):
     text = EDICT_CONFIG["train.py"]
     # `conf.pin_memory = True` in get_config(): the loader pins, so the copies can overlap
     assert ("train.py", line_of(text, "imgs = imgs.to(conf.device)"), "LT008") in found(run, "LT008")
-    # `num_workers` is 4 or 0 depending on the branch: no one default, nothing said
+    # `num_workers` is 0 in one builder and 4 in another: no one default, nothing said
     assert not found(run, "LT002")
 
 
@@ -661,3 +671,79 @@ def test_a_config_module_named_with_a_capital_is_read(tmp_path):
     # `print_frequency = 1` in Config.py: the print runs on every step
     assert ("train.py", line_of(CAPITAL_CONFIG["train.py"], 'print("loss {:.4f}"'), "LT001") \
         in found(run, "LT001")
+
+
+OUTPUTS_AND_OPTIONS = """
+import argparse
+
+import torch
+
+
+class Trainer:
+    def __init__(self, opt, model, loader, sched):
+        self.ngpu = opt.ngpu
+        self.model, self.loader, self.sched = model.cuda(), loader, sched
+
+    def evaluate(self):
+        preds = []
+        for batch in self.loader:
+            model_out = batch["logits"].cuda()
+            preds.append(model_out.argmax(-1))
+        return preds
+
+    def validate(self):
+        scores = []
+        for x in self.loader:
+            out = self.model.score_all(x.cuda())
+            scores.append(out.cpu().numpy())
+        self.sched.step()
+        return scores
+
+    def train(self, opt, args):
+        for x in self.loader:
+            loss = self.model(x.cuda()).mean()
+            loss.backward()
+            opt.step()
+            if self.ngpu > 1:
+                print(loss.item())
+            if args.n_gpu > 1:
+                print(loss.item())
+        if args.tta > 1:
+            for x in self.loader:
+                print(self.model(x.cuda()).mean().item())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ngpu", type=int, default=1)
+    parser.add_argument("--n_gpu", type=int, default=1)
+    parser.add_argument("--tta", type=int, default=1)
+    args = parser.parse_args()
+    args.n_gpu = torch.cuda.device_count()
+    trainer = Trainer(args, torch.nn.Linear(4, 4), [], None)
+    trainer.train(torch.optim.SGD(trainer.model.parameters(), lr=0.1), args)
+    trainer.evaluate()
+    trainer.validate()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_outputs_named_like_models_options_overwritten_and_loops_under_a_level(tmp_path):
+    run = program(tmp_path, {"train.py": OUTPUTS_AND_OPTIONS})
+    text = OUTPUTS_AND_OPTIONS
+    lt013 = {line for _, line, _ in found(run, "LT013")}
+    lt001 = {line for _, line, _ in found(run, "LT001")}
+    # `model_out.argmax(-1)`: a tensor's method, no model runs: no evaluation loop
+    assert line_of(text, "for batch in self.loader:") not in lt013
+    # a scheduler stepping after the loop trains nothing the loop built
+    assert line_of(text, "scores.append(out.cpu().numpy())") in lt001
+    # `self.ngpu = opt.ngpu`, --ngpu 1 by default: the print is the multi-GPU path's
+    assert line_of(text, "if self.ngpu > 1:") + 1 not in lt001
+    # `args.n_gpu = torch.cuda.device_count()`: the machine decides, not the default
+    assert line_of(text, "if args.n_gpu > 1:") + 1 in lt001
+    # a whole loop under `if args.tta > 1:` runs whenever asked and is linted as a loop
+    assert line_of(text, "print(self.model(x.cuda()).mean().item())") in lt001
+

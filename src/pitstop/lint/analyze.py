@@ -29,8 +29,9 @@ GATE_SUBSTRINGS = ("step(", ".backward(", "oader", "batches", "batch_iter", "dat
                    "set_to_none", "BatchNorm", "DataParallel", "optimize_param",
                    "train_on_batch", "update_parameters",
                    # a loop that pulls its batches by hand (`batch = batcher.next_batch()`)
+                   # (the names of `loops.GET_BATCH_RE`)
                    "next_batch", "get_batch", "sample_batch", "load_batch", "fetch_batch",
-                   "draw_batch")
+                   "draw_batch", "get_train_batch", "get_val_batch", "get_eval_batch")
 # `dl`, `train_dl`, `dl_val` (and, harmlessly, `x_dl_y`): "dl" not inside a word. The
 # literal comes first so that the regex engine jumps between "dl"s (a pattern that starts
 # with `\b` or an alternation tries every position: 0.3 s on torch's files).

@@ -66,6 +66,24 @@ _MATMUL_CALLS = frozenset({"Linear", "LazyLinear", "matmul", "bmm", "baddbmm", "
                            "linear", "mm"})
 
 
+# `torch.float16: float,` -- a key of a table of dtypes, which looks a precision up
+_DTYPE_KEY_RE = re.compile(r"\s*:(?!=)")
+
+
+def _first_precision_setting(text: str, needles: tuple[str, ...]) -> int:
+    """Where the text first names a lower precision other than as a key of a dtype table
+    (`{torch.float16: float}`), or -1 (the light pass's form of the full pass's rule)."""
+    best = -1
+    for needle in needles:
+        at = text.find(needle)
+        while at >= 0:
+            if not _DTYPE_KEY_RE.match(text, at + len(needle)):
+                best = at if best < 0 else min(best, at)
+                break
+            at = text.find(needle, at + 1)
+    return best
+
+
 def _does_matmuls(cls: ast.ClassDef) -> bool:
     """Does an `*Attention*` class multiply matrices (Linear projections, matmul, softmax
     attention), or is it a convolutional gate (Attention U-Net's 1x1 convs)?"""
@@ -151,6 +169,8 @@ class IndexFacts:
         found in its text."""
         for fact, needles in TEXT_FACTS.items():
             at = min((i for i in (text.find(n) for n in needles) if i >= 0), default=-1)
+            if at >= 0 and fact == "reduced_precision":
+                at = _first_precision_setting(text, needles)
             if at >= 0:
                 if fact == "deterministic":
                     fact = _determinism_fact_in_text(text, at)

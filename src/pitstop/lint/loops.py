@@ -114,6 +114,8 @@ class LoopModel:
         self.ctx = ctx
         self._step_memo: dict[ast.Call, bool] = {}
         self._runs_model_memo: dict[tuple[ast.AST, int], bool] = {}
+        self._trains_after_memo: dict[ast.AST, bool] = {}
+        self._steps_memo: dict[ast.stmt, bool] = {}
         self._turned_on: set[str] | None = None
 
     # ------------------------------------------------------------------ steps
@@ -307,37 +309,46 @@ class LoopModel:
 
     def model_method(self, call: ast.Call, st: State) -> bool:
         """`self.model.finetune(input_ids)`, `model.generate(x)`: a method of a model
-        handed data, which runs the model (not `model.load_state_dict(sd)`)."""
+        handed data, which runs the model (not `model.load_state_dict(sd)`, nor a
+        tensor's `model_out.argmax(-1)`)."""
         func = call.func
         if not isinstance(func, ast.Attribute) or func.attr.startswith("_") \
                 or func.attr in MODEL_HOUSEKEEPING or func.attr in MODEL_UPKEEP \
-                or all(isinstance(a, ast.Constant) for a in call.args):
-            return False  # (data handed in: not `model_out.get("loss")`)
+                or func.attr in NOT_MODEL_METHODS or all(_literal(a) for a in call.args):
+            return False  # (data handed in: not `model.load("ckpt")`)
         owner = dotted(func.value)
-        if owner is None or not (owner in self.ctx.index.model_names
-                                 or MODEL_RE.search(owner.rsplit(".", 1)[-1].lower())):
+        if owner is None or not (owner in self.ctx.index.model_names or named_like_model(owner)):
             return False  # (named or known as a model: not `self.logger.log_summary(x)`)
-        return not self._trains_after(call)
+        loop = self.ctx.enclosing(call, (ast.For, ast.AsyncFor, ast.While))
+        return loop is None or not self._trains_after(loop)
 
-    def _trains_after(self, node: ast.AST) -> bool:
-        """Does code after the loop holding ``node`` train (`for i in range(accum):
-        self.GAN.D_cl(next(loader))`, then `backward` on the loss it built)? Not the other
-        branch of an `if train: ... else:` around it."""
+    def _trains_after(self, loop: ast.AST) -> bool:
+        """Does code after ``loop`` train (`for i in range(accum): self.GAN.D_cl(next(
+        loader))`, then `backward` on the loss it built)? Not the other branch of an `if
+        train: ... else:` around it. (Once per loop; each statement's answer is kept.)"""
+        memo = self._trains_after_memo
+        if loop in memo:
+            return memo[loop]
         parents = self.ctx.parents
-        loop = self.ctx.enclosing(node, (ast.For, ast.AsyncFor, ast.While))
         child: ast.AST | None = loop
-        while child is not None and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                           ast.Module)):
+        found = False
+        while not found and child is not None and not isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             parent = parents.get(child)
             for field in ("body", "orelse", "finalbody"):
                 stmts = getattr(parent, field, None)
                 if isinstance(stmts, list) and child in stmts:
-                    later = stmts[stmts.index(child) + 1:]
-                    if any(isinstance(n, ast.Call) and (is_step_call(n) or callee_tail(n) in {
-                            "backward", "step"}) for s in later for n in ast.walk(s)):
-                        return True
+                    found = any(self._steps_in(s) for s in stmts[stmts.index(child) + 1:])
+                    break
             child = parent
-        return False
+        memo[loop] = found
+        return found
+
+    def _steps_in(self, stmt: ast.stmt) -> bool:
+        memo = self._steps_memo
+        if stmt not in memo:
+            memo[stmt] = any(isinstance(n, ast.Call) and is_step_call(n) for n in ast.walk(stmt))
+        return memo[stmt]
 
     def helper_runs_model(self, call: ast.Call, st: State, depth: int = 0) -> bool:
         """Is ``call`` a function of the program whose body calls a model (itself, or
@@ -568,28 +579,8 @@ class LoopModel:
         """Is ``test`` a flag that is off unless asked for (also `if a and flag:`)?"""
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
             return any(self.opt_in(v, st) for v in test.values)
-        if isinstance(test, ast.Compare):
-            return self._more_than_one(test, st)
         return isinstance(test, (ast.Name, ast.Attribute, ast.Subscript)) \
             and self._opt_in(test, st)
-
-    def _more_than_one(self, test: ast.Compare, st: State) -> bool:
-        """`if args.n_gpu > 1:` (or `>= 2`) with the option 1 by default: the multi-GPU
-        path of a program that runs on one unless told (not `torch.cuda.device_count()
-        > 1`, which the machine decides)."""
-        if len(test.ops) != 1 or not isinstance(test.comparators[0], ast.Constant):
-            return False
-        op, bound = test.ops[0], test.comparators[0].value
-        if not ((isinstance(op, ast.Gt) and bound == 1) or (isinstance(op, ast.GtE) and bound == 2)):
-            return False
-        left = test.left
-        if isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name) \
-                and left.value.id == "self" and st.func is not None:
-            left = self._attribute_source(left.attr, st.func) or left  # `self.ngpu = opt.ngpu`
-        option = option_name(left)
-        setting = self.ctx.program.setting(option) if option is not None else None
-        return setting is not None and isinstance(setting.default, int) \
-            and not isinstance(setting.default, bool) and setting.default <= 1
 
     def _attribute_source(self, attr: str, method: FuncDef) -> ast.expr | None:
         """What `__init__` of ``method``'s class assigns to `self.<attr>`, if it is an
@@ -632,21 +623,36 @@ class LoopModel:
             child, parent = parent, parents.get(parent)
         return False
 
-    def off_by_default_level(self, test: ast.AST) -> bool:
-        """`if opt.debug > 0:` (or `!= 0`, `>= 1`) with the option 0 by default: a level of
-        extra work (visualisation, checks) that the user turns on. Only for code inside a
-        hot loop: a whole loop under such a test (`if args.warmup_epochs > 0:`) still runs
-        whenever the user asks, and is linted as a loop."""
+    def off_by_default_level(self, test: ast.AST, st: State | None = None) -> bool:
+        """`if opt.debug > 0:` (or `!= 0`, `>= 1`) with the option 0 by default, `if
+        args.n_gpu > 1:` with `--n_gpu 1`: an option compared with a number, false at the
+        option's default -- a level of extra work (visualisation, checks, the multi-GPU
+        path) that the user turns on. Not when the program sets the option itself
+        (`args.n_gpu = torch.cuda.device_count()`: the machine decides). Only for code
+        inside a hot loop: a whole loop under such a test (`if args.warmup_epochs > 0:`)
+        still runs whenever the user asks, and is linted as a loop."""
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1
-                and isinstance(test.left, ast.Attribute) and options_owner(test.left.value)):
+                and isinstance(test.comparators[0], ast.Constant)
+                and isinstance(test.ops[0], (ast.Gt, ast.GtE, ast.NotEq))):
             return False
-        right, op = test.comparators[0], test.ops[0]
-        setting = self.ctx.program.setting(test.left.attr)
-        if setting is None or not isinstance(right, ast.Constant):
+        left = test.left
+        if isinstance(left, ast.Attribute) and isinstance(left.value, ast.Name) \
+                and left.value.id == "self" and st is not None and st.func is not None:
+            left = self._attribute_source(left.attr, st.func) or left  # `self.ngpu = opt.ngpu`
+        if not (isinstance(left, ast.Attribute) and options_owner(left.value)):
             return False
-        levels = (isinstance(op, (ast.Gt, ast.NotEq)) and right.value == 0) or (
-            isinstance(op, ast.GtE) and right.value == 1)
-        return levels and setting.default in (0, False)
+        if any(not isinstance(a.value, ast.Constant)
+               for a in self.ctx.index.assigns_by_name.get(dotted(left) or "", ())):
+            return False
+        setting = self.ctx.program.setting(left.attr)
+        bound = test.comparators[0].value
+        if setting is None or not isinstance(setting.default, (int, bool)) \
+                or not isinstance(bound, int) or isinstance(bound, bool):
+            return False
+        op, default = test.ops[0], int(setting.default)
+        on = default > bound if isinstance(op, ast.Gt) else (
+            default >= bound if isinstance(op, ast.GtE) else default != bound)
+        return not on
 
     def _opt_in(self, test: ast.Name | ast.Attribute | ast.Subscript, st: State) -> bool:
         """A flag that is off unless the user asks: an option or config field defaulting
@@ -773,10 +779,33 @@ MODEL_HOUSEKEEPING = frozenset({"parameters", "train", "eval", "state_dict", "to
 MODEL_UPKEEP = frozenset({"register_buffer", "register_parameter", "add_module", "requires_grad_",
                           "half", "float", "double", "bfloat16", "type", "save", "load",
                           "get_submodule", "get_parameter", "share_memory", "named_modules",
-                          "register_full_backward_hook", "register_forward_pre_hook",
-                          # a dict of outputs (`model_out.get(key)`), a ModuleDict's lookups
-                          "get", "items", "keys", "values", "pop", "setdefault", "update",
-                          "copy", "append", "extend"})
+                          "register_full_backward_hook", "register_forward_pre_hook"})
+# methods of what a model hands back (a dict of outputs, a tensor): calling one runs no
+# model (`model_out.get("loss")`, `model_out.argmax(-1)`)
+NOT_MODEL_METHODS = frozenset({"get", "items", "keys", "values", "pop", "setdefault", "update",
+                               "copy", "append", "extend", "argmax", "argmin", "max", "min",
+                               "sum", "mean", "softmax", "log_softmax", "view", "reshape",
+                               "permute", "transpose", "detach", "numpy", "item", "tolist",
+                               "squeeze", "unsqueeze", "gather", "index_select", "masked_fill",
+                               "topk", "sort", "chunk", "split", "norm", "eq", "ne", "gt", "lt"})
+# names of what a model returns, which MODEL_RE's `model_*` would take for a model
+OUTPUT_NAME_RE = re.compile(r"out|logit|pred|loss|feat|emb|hidden|score|prob|attn|mask|state",
+                            re.IGNORECASE)
+
+
+def named_like_model(name: str) -> bool:
+    """`self.model`, `generator.module`: named as models are; not `model_out`."""
+    tail = name.rsplit(".", 1)[-1]
+    return bool(MODEL_RE.search(tail.lower())) and not OUTPUT_NAME_RE.search(tail)
+
+
+def _literal(node: ast.AST) -> bool:
+    """A value written in the program (`"loss"`, `-1`, `(0, 1)`): not data."""
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _eval_switched(fn: FuncDef, loop: ast.stmt) -> list[ast.expr]:

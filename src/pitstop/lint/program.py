@@ -539,6 +539,10 @@ class Program(ProgramModules, ProgramReach, ProgramClasses):
                     return True
         return False
 
+    def builds(self, module: str, cls: str) -> bool:
+        """Does some call in the program build class ``cls`` of ``module``?"""
+        return bool(self._callsite_index().get((module, f"{cls}.__init__")))
+
     def _turns_on(self, key: str, how: str) -> bool:
         """Is a switch argument on, as its caller decides it (see ``switches.switch_of``):
         "" on; "setting:X" when the option may be on; "param:F.p" when some call of the

@@ -198,30 +198,48 @@ def module_settings(body: list[ast.stmt], path: str) -> dict[str, Setting]:
 
 def attribute_settings(body: list[ast.stmt], path: str) -> dict[str, Setting]:
     """Fields a config module sets on a ``config = edict()`` (yacs' ``_C.SOLVER.BASE_LR =
-    0.1`` alike): at its top (``config.TEST.FLIP_TEST = False``), or in a function that
-    builds and returns one (``def get_config(): conf = edict(); conf.pin_memory = True``):
-    the defaults the program runs with unless a YAML file says otherwise. A field given two
-    different literals (``if training: ... else: ...``) has no one default."""
-    out = _config_fields(body, [s for s in body if not isinstance(
-        s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))], path)
+    0.1`` alike): at its top (``config.TEST.FLIP_TEST = False``; the first of a name wins,
+    as before), or in functions that build and return one (``def get_config(): conf =
+    edict(); conf.pin_memory = True``): the defaults the program runs with unless a YAML
+    file says otherwise. A field the functions give two different literals (``if
+    training: ... else: ...``, or `get_train_config()` and `get_eval_config()`) has no one
+    default, and none is claimed."""
+    top = [s for s in body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                   ast.ClassDef))]
+    out: dict[str, Setting] = {}
+    for name, setting in _config_fields(top, top, path):
+        if setting.default is not UNKNOWN:
+            out.setdefault(name, setting)
+    found: dict[str, Setting] = {}
+    conflicting: set[str] = set()
     for fn in body:
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for name, setting in _config_fields(fn.body, [n for n in ast.walk(fn)
-                                                          if isinstance(n, ast.Assign)],
-                                                path).items():
-                out.setdefault(name, setting)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        assigns = [n for n in ast.walk(fn) if isinstance(n, ast.Assign)]
+        for name, setting in _config_fields(fn.body, assigns, path):
+            known = found.get(name)
+            if setting.default is UNKNOWN or (known is not None
+                                              and known.default != setting.default):
+                conflicting.add(name)
+            elif known is None:
+                found[name] = setting
+    for name, setting in found.items():
+        if name not in conflicting and name not in out:
+            out[name] = setting
     return out
 
 
-def _config_fields(body: list[ast.stmt], assigns: list[ast.AST], path: str
-                   ) -> dict[str, Setting]:
+def _config_fields(body: list[ast.stmt], assigns: list[ast.stmt] | list[ast.Assign],
+                   path: str) -> list[tuple[str, Setting]]:
+    """(field, setting) for each `root.field = literal` in ``assigns`` whose root
+    ``body`` makes a config object (`conf = edict()`); a non-literal value counts as an
+    unknown default (the field is then left out)."""
     roots = {t.id for stmt in body if isinstance(stmt, ast.Assign)
              and isinstance(stmt.value, ast.Call) and callee_tail(stmt.value) in CONFIG_OBJECTS
              for t in stmt.targets if isinstance(t, ast.Name)}
-    out: dict[str, Setting] = {}
+    out: list[tuple[str, Setting]] = []
     if not roots:
         return out
-    conflicting: set[str] = set()
     for stmt in assigns:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Attribute)):
@@ -230,13 +248,9 @@ def _config_fields(body: list[ast.stmt], assigns: list[ast.AST], path: str
         name = dotted(target) or ""
         if name.split(".", 1)[0] not in roots:
             continue
-        value = _literal(stmt.value)
-        known = out.get(target.attr)
-        if value is UNKNOWN or (known is not None and known.default != value):
-            conflicting.add(target.attr)
-        elif known is None:
-            out[target.attr] = Setting(target.attr, value, (), stmt.lineno, path)
-    return {k: v for k, v in out.items() if k not in conflicting}
+        out.append((target.attr, Setting(target.attr, _literal(stmt.value), (), stmt.lineno,
+                                         path)))
+    return out
 
 
 def options_owner(node: ast.AST) -> bool:

@@ -325,9 +325,7 @@ class Walker:
             rare = ctx.loops.rarity(stmt.test, st) == "rare"
             if rare and st.hot is not None and ctx.loops.has_markers(stmt.body, st, into_loops=False):
                 rare = False  # `if (i + 1) % n_critic == 0:` around G's step: every update
-            if not rare and st.hot is not None and (
-                    ctx.loops.off_by_default_level(stmt.test) or (
-                        isinstance(stmt.test, ast.Compare) and ctx.loops.opt_in(stmt.test, st))) \
+            if not rare and st.hot is not None and ctx.loops.off_by_default_level(stmt.test, st) \
                     and not ctx.loops.has_markers(stmt.body, st, into_loops=False):
                 # `if opt.debug > 0:` with --debug 0 by default, `if args.n_gpu > 1:` with
                 # --n_gpu 1: off unless asked

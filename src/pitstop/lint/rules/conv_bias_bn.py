@@ -70,8 +70,7 @@ def _built_unasked(ctx: ModuleContext, conv: ast.Call) -> bool:
     if not ctx.loops.under_opt_in(conv):
         return False
     cls = ctx.enclosing(conv, (ast.ClassDef,))
-    return not isinstance(cls, ast.ClassDef) or bool(
-        ctx.program.passed(ctx.key, f"{cls.name}.__init__", ""))
+    return not isinstance(cls, ast.ClassDef) or ctx.program.builds(ctx.key, cls.name)
 
 
 def _report_wrapped(ctx: ModuleContext, conv: ast.Call, bn: ast.Call) -> None:

@@ -5,17 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.astutil import (
-    MODEL_RE,
-    callee_tail,
-    dotted,
-    last_name,
-    param_default,
-    param_names,
-    unwrap_iterable,
-)
+from pitstop.lint.astutil import callee_tail, dotted, param_default, param_names, unwrap_iterable
 from pitstop.lint.context import ModuleContext
-from pitstop.lint.loops import MODEL_HOUSEKEEPING
+from pitstop.lint.loops import MODEL_HOUSEKEEPING, named_like_model
 
 CODE = "LT013"
 EVAL_NAME_RE = re.compile(r"eval|valid|val_|_val|test|infer|predict|score|metric|bench",
@@ -56,10 +48,11 @@ def _grad_off_in_helpers(ctx: ModuleContext, loop: ast.AST) -> bool:
         if target is None:
             if values.is_model_callee(node.func, st) and callee_tail(node) not in MODEL_HOUSEKEEPING:
                 return False  # `logits = model(x)` right here, autograd on
-            # (`self.model.finetune(x)` is a module's; `diffusion.test()` of an object that
-            # a factory makes may be a wrapper's, which may turn autograd off inside)
-            unseen = unseen or (loops.model_method(node, st) and not MODEL_RE.search(
-                (last_name(node.func.value) or "").lower()))  # type: ignore[attr-defined]
+            # (`self.model.finetune(x)` is a module's; `diffusion.feed_data(batch)` of an
+            # object a factory makes, known as a model only by its maker, may be a
+            # wrapper's, whose methods may turn autograd off inside)
+            unseen = unseen or (loops.model_method(node, st) and not named_like_model(
+                dotted(node.func.value) or ""))  # type: ignore[attr-defined]
             continue
         if not loops.helper_runs_model(node, st):
             continue
@@ -152,14 +145,20 @@ def check(ctx: ModuleContext) -> None:
             calls = _evaluating_calls(ctx, hot.node)
             if calls and not _grad_switched(ctx, hot.node):
                 _report_switched(ctx, hot.node, calls[0])
+    # (per function, once: a module of many evaluation loops must not unparse its
+    # functions again for each)
+    grad_off_text: dict[ast.AST | None, bool] = {}
+    switches: dict[ast.AST | None, bool] = {}
     for loop, line, after_eval in todo:
         if _under_no_grad(ctx, loop) or _needs_grad(loop):
             continue
         func = ctx.enclosing(loop, (ast.FunctionDef, ast.AsyncFunctionDef))
         scope = func.body if func is not None else ctx.tree.body  # type: ignore[attr-defined]
-        text = "\n".join(ast.unparse(s) for s in scope) if func is not None else ctx.text
-        if "set_grad_enabled(False)" in text or "requires_grad_(False)" in text \
-                or "requires_grad = False" in text:
+        if func not in grad_off_text:
+            text = "\n".join(ast.unparse(s) for s in scope) if func is not None else ctx.text
+            grad_off_text[func] = "set_grad_enabled(False)" in text \
+                or "requires_grad_(False)" in text or "requires_grad = False" in text
+        if grad_off_text[func]:
             continue
         # inner `with torch.no_grad():` around the model call
         if any(isinstance(n, (ast.With, ast.AsyncWith)) and any(
@@ -171,8 +170,9 @@ def check(ctx: ModuleContext) -> None:
             iterated = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else loop.test
             loader = " ".join(dotted(i) or "" for i in unwrap_iterable(iterated))
             fname = getattr(func, "name", "")
-            if not (EVAL_NAME_RE.search(loader) or EVAL_NAME_RE.search(fname)
-                    or _switches_to_eval(ctx, scope, func)):
+            if func not in switches:
+                switches[func] = _switches_to_eval(ctx, scope, func)
+            if not (EVAL_NAME_RE.search(loader) or EVAL_NAME_RE.search(fname) or switches[func]):
                 continue
         _report(ctx, loop, line)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 
 from pitstop.lint.astutil import (
     callee_tail,
@@ -419,33 +420,58 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
     )
 
 
+_MOVED_PARAM: weakref.WeakKeyDictionary[ast.AST, int | None] = weakref.WeakKeyDictionary()
+
+
 def _moved_param(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
-    """The position of the parameter that ``fn`` hands back moved to the GPU on some path
-    (`def get_variable(self, x): return Variable(x).cuda(self.gpu) if self.cuda else
-    Variable(x)`), or None: a helper whose only job is the move."""
+    """For a helper whose only job is a move to the GPU (`def get_variable(self, x):
+    return Variable(x).cuda(self.gpu) if self.cuda else Variable(x)`), the position of
+    the parameter it hands back moved; None for any other function. (Asked once per
+    function: the question comes from every call in a hot loop.)"""
+    if fn in _MOVED_PARAM:
+        return _MOVED_PARAM[fn]
+    found = _find_moved_param(fn) if len(fn.body) <= 6 else None
+    _MOVED_PARAM[fn] = found
+    return found
+
+
+def _moves_to_device(call: ast.Call) -> bool:
+    """`.cuda(...)`, or `.to(d)` / `.to(device=d)` with `d` no dtype (`.to(torch.float32)`
+    and `.to(memory_format=...)` move nothing)."""
+    if call.func.attr == "cuda":  # type: ignore[attr-defined]
+        return True
+    target = move_target(call)
+    if target is None:
+        return False
+    name = dotted(target) or ""
+    return not (name.startswith("torch.") and name.rsplit(".", 1)[-1] in TORCH_DTYPES)
+
+
+def _find_moved_param(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     if params and params[0] in {"self", "cls"}:
         params = params[1:]
     returns = [n for stmt in fn.body for n in ast.walk(stmt)
                if isinstance(n, ast.Return) and n.value is not None]
-    if not params or not returns or len(fn.body) > 6:
+    if not params:
         return None
     for ret in returns:
         value = ret.value
         values = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
         for v in values:
-            if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) \
-                    and v.func.attr in {"cuda", "to"}:
-                inner = v.func.value
-                while isinstance(inner, ast.Call) and len(inner.args) == 1 and (
-                        callee_tail(inner) == "Variable" or (
-                            isinstance(inner.func, ast.Attribute)
-                            and inner.func.attr in _PASS_THROUGH)):
-                    inner = inner.args[0] if callee_tail(inner) == "Variable" \
-                        else inner.func.value  # type: ignore[attr-defined]
-                if isinstance(inner, ast.Name) and inner.id in params \
-                        and (v.func.attr == "cuda" or v.args or v.keywords):
-                    return params.index(inner.id)
+            if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+                    and v.func.attr in {"cuda", "to"} and _moves_to_device(v)):
+                continue
+            inner = v.func.value
+            while isinstance(inner, ast.Call):  # `Variable(x)`, `x.float()`
+                if callee_tail(inner) == "Variable" and len(inner.args) == 1:
+                    inner = inner.args[0]
+                elif isinstance(inner.func, ast.Attribute) and inner.func.attr in _PASS_THROUGH:
+                    inner = inner.func.value
+                else:
+                    break
+            if isinstance(inner, ast.Name) and inner.id in params:
+                return params.index(inner.id)
     return None
 
 
