@@ -7,7 +7,7 @@ import re
 
 from pitstop.lint.astutil import callee_tail, dotted, param_default, param_names, unwrap_iterable
 from pitstop.lint.context import ModuleContext
-from pitstop.lint.loops import MODEL_HOUSEKEEPING, named_like_model
+from pitstop.lint.loops_model_runs import MODEL_HOUSEKEEPING, named_like_model
 
 CODE = "LT013"
 EVAL_NAME_RE = re.compile(r"eval|valid|val_|_val|test|infer|predict|score|metric|bench",
