@@ -137,8 +137,7 @@ def _creator(ctx: ModuleContext, node: ast.AST, st: State | None = None) -> ast.
             continue
         if isinstance(node.func, ast.Attribute) and (tail in _PASS_THROUGH or (
                 tail == "to" and len(node.args) == 1 and not node.keywords
-                and (qualname(node.args[0], ctx.aliases) or "").rsplit(".", 1)[-1] in TORCH_DTYPES
-                and (qualname(node.args[0], ctx.aliases) or "").startswith("torch."))):
+                and _torch_dtype(node.args[0], ctx.aliases))):
             node = node.func.value  # (`.to(torch.bool)`: a dtype, the tensor stays put)
             continue
         return None
@@ -147,6 +146,12 @@ def _creator(ctx: ModuleContext, node: ast.AST, st: State | None = None) -> ast.
 
 TORCH_DTYPES = frozenset({"bool", "float", "float32", "float64", "float16", "bfloat16", "half",
                           "double", "long", "int", "int64", "int32", "int16", "int8", "uint8"})
+
+
+def _torch_dtype(node: ast.AST, aliases: dict[str, str]) -> bool:
+    """`torch.float32`, `th.bool`: a dtype, which `.to(...)` converts to without moving."""
+    qn = qualname(node, aliases) or ""
+    return qn.startswith("torch.") and qn.rsplit(".", 1)[-1] in TORCH_DTYPES
 
 
 # NumPy constructors of data that a torch factory builds as well (on the GPU, with `device=`)
@@ -423,31 +428,30 @@ def check_hot(ctx: ModuleContext, node: ast.AST, st: State) -> None:
 _MOVED_PARAM: weakref.WeakKeyDictionary[ast.AST, int | None] = weakref.WeakKeyDictionary()
 
 
-def _moved_param(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+def _moved_param(fn: ast.FunctionDef | ast.AsyncFunctionDef, aliases: dict[str, str]
+                 ) -> int | None:
     """For a helper whose only job is a move to the GPU (`def get_variable(self, x):
     return Variable(x).cuda(self.gpu) if self.cuda else Variable(x)`), the position of
     the parameter it hands back moved; None for any other function. (Asked once per
     function: the question comes from every call in a hot loop.)"""
     if fn in _MOVED_PARAM:
         return _MOVED_PARAM[fn]
-    found = _find_moved_param(fn) if len(fn.body) <= 6 else None
+    found = _find_moved_param(fn, aliases) if len(fn.body) <= 6 else None
     _MOVED_PARAM[fn] = found
     return found
 
 
-def _moves_to_device(call: ast.Call) -> bool:
+def _moves_to_device(call: ast.Call, aliases: dict[str, str]) -> bool:
     """`.cuda(...)`, or `.to(d)` / `.to(device=d)` with `d` no dtype (`.to(torch.float32)`
     and `.to(memory_format=...)` move nothing)."""
     if call.func.attr == "cuda":  # type: ignore[attr-defined]
         return True
     target = move_target(call)
-    if target is None:
-        return False
-    name = dotted(target) or ""
-    return not (name.startswith("torch.") and name.rsplit(".", 1)[-1] in TORCH_DTYPES)
+    return target is not None and not _torch_dtype(target, aliases)
 
 
-def _find_moved_param(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+def _find_moved_param(fn: ast.FunctionDef | ast.AsyncFunctionDef, aliases: dict[str, str]
+                      ) -> int | None:
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     if params and params[0] in {"self", "cls"}:
         params = params[1:]
@@ -460,7 +464,7 @@ def _find_moved_param(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
         values = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
         for v in values:
             if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
-                    and v.func.attr in {"cuda", "to"} and _moves_to_device(v)):
+                    and v.func.attr in {"cuda", "to"} and _moves_to_device(v, aliases)):
                 continue
             inner = v.func.value
             while isinstance(inner, ast.Call):  # `Variable(x)`, `x.float()`
@@ -482,11 +486,15 @@ def _check_moved_by_helper(ctx: ModuleContext, node: ast.Call, st: State) -> boo
     if not node.args or (isinstance(node.func, ast.Attribute) and node.func.attr in {
             "to", "cuda", "type_as"}):
         return False
+    # (resolve the callee only when an argument can be a factory: a call, or a name that
+    # may hold one -- not for every `f(x.size(0), 3)` of a hot loop)
+    if not any(isinstance(a, (ast.Call, ast.Name)) for a in node.args):
+        return False
     target = ctx.function_target(node, st)
     if target is None:
         return False
     tctx, fn = target
-    pos = _moved_param(fn)
+    pos = _moved_param(fn, tctx.aliases)
     if pos is None or pos >= len(node.args) or isinstance(node.args[pos], ast.Starred):
         return False
     creator = _creator(ctx, node.args[pos], st)
