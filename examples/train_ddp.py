@@ -20,7 +20,15 @@ import torch.distributed as dist
 from example_model import SmallResNet, SyntheticImages, positive_int
 from torch.nn.parallel import DistributedDataParallel
 
-from pitstop.train import DevicePrefetcher, Metrics, TrainStep, every, fast_defaults, loader
+from pitstop.train import (
+    DevicePrefetcher,
+    Metrics,
+    TrainStep,
+    end_process_group,
+    every,
+    fast_defaults,
+    loader,
+)
 
 
 def main() -> None:
@@ -44,6 +52,7 @@ def main() -> None:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["LOCAL_WORLD_SIZE"])))
         dist.init_process_group("gloo")
     rank = dist.get_rank()
+    finished = False
     try:
         defaults = fast_defaults()
         torch.manual_seed(0)  # DDP also broadcasts rank 0's weights at wrap time
@@ -77,8 +86,11 @@ def main() -> None:
             elapsed = time.perf_counter() - start
             total = step * args.batch_size * dist.get_world_size()
             print(f"done: {step} steps in {elapsed:.1f} s ({total / elapsed:.0f} samples/s, all ranks)")
+        finished = True
     finally:
-        dist.destroy_process_group()
+        # every rank meets before the group goes (gloo can abort a rank that leaves
+        # first); after an error the others may never come, so don't wait for them
+        end_process_group(wait_for_peers=finished)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections import namedtuple
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -14,7 +16,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
-from pitstop.train import TrainStep
+from pitstop.train import TrainStep, end_process_group
 
 
 def tiny_mlp(seed: int = 0, d_in: int = 12, classes: int = 5) -> nn.Module:
@@ -163,6 +165,7 @@ def ddp_worker(rank: int, world: int, workdir: str) -> None:
 
     dist.init_process_group("gloo", init_method=f"file://{workdir}/store", rank=rank,
                             world_size=world, timeout=timedelta(seconds=60))
+    finished = False
     try:
         results: dict[str, Any] = {}
         batches = global_batches(DDP_STEPS, world, DDP_BATCH)
@@ -233,11 +236,9 @@ def ddp_worker(rank: int, world: int, workdir: str) -> None:
         results["B_micro"] = step_b.micro_batch_size
         results["B_attempts"] = list(inner.attempts)
         torch.save(results, Path(workdir) / f"rank{rank}.pt")
-        # both ranks done before the group goes (gloo's teardown can abort a rank that
-        # destroys its group while the other still talks: std::terminate, exit -6)
-        dist.monitored_barrier(timeout=timedelta(seconds=30))
+        finished = True
     finally:
-        dist.destroy_process_group()
+        end_process_group(wait_for_peers=finished)
 
 
 def free_env_for_children() -> dict[str, str]:
@@ -249,3 +250,50 @@ def free_env_for_children() -> dict[str, str]:
 
 def cross_entropy(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(out, y)
+
+
+def _wait_for(path: Path, seconds: float) -> bool:
+    """Poll for a file another rank writes (a condition, not a sleep-for-timing)."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def end_worker(rank: int, world: int, workdir: str, mode: str) -> None:
+    """Body of each rank for the end_process_group tests; rank 0 writes result.json."""
+    work = Path(workdir)
+    dist.init_process_group("gloo", init_method=f"file://{workdir}/store", rank=rank,
+                            world_size=world, timeout=timedelta(seconds=60))
+    result: dict[str, Any] = {}
+    if mode == "wait":
+        # rank 1 holds back until rank 0 returns (or 2 s pass): if rank 0 returned without
+        # waiting for it, rank 0 finds no "r1_arrived" when it looks
+        if rank == 0:
+            (work / "r0_entered").touch()
+            end_process_group()
+            result["peer_arrived_before_return"] = (work / "r1_arrived").exists()
+            (work / "r0_returned").touch()
+        else:
+            assert _wait_for(work / "r0_entered", 60)
+            _wait_for(work / "r0_returned", 2)
+            (work / "r1_arrived").touch()
+            end_process_group()
+    elif mode == "no-wait":
+        # rank 1 comes only once rank 0 is past its end: rank 0 must not wait for it
+        if rank == 0:
+            end_process_group(wait_for_peers=False, timeout=timedelta(seconds=120))
+            (work / "r0_done").touch()
+        else:
+            result_seen = _wait_for(work / "r0_done", 60)
+            end_process_group(wait_for_peers=False)
+            (work / f"r1_saw_r0_done_{result_seen}").touch()
+    elif mode == "missing":
+        if rank == 1:
+            os._exit(0)  # gone without a word: rank 0 must give up on it, not hang
+        end_process_group(timeout=timedelta(seconds=2))
+    if rank == 0:
+        result["initialized_after"] = dist.is_initialized()
+        (work / "result.json").write_text(json.dumps(result))

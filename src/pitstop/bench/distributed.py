@@ -11,7 +11,6 @@ interval; the global rate of a repeat is the sum of the ranks' rates.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import gc
 import os
@@ -30,10 +29,10 @@ from pitstop.bench.ladder import (
     global_settings,
 )
 from pitstop.bench.measure import Measurement, device_sync, measure
+from pitstop.train.distributed import end_process_group
 
 # The other ranks wait while rank 0 climbs the whole ladder (minutes, with compile).
 WAIT_TIMEOUT = _dt.timedelta(hours=3)
-CLOSE_TIMEOUT = _dt.timedelta(seconds=30)  # the last barrier: every rank is at the end
 
 
 @dataclass(frozen=True)
@@ -85,16 +84,7 @@ class Group:
         return [float(v) for v in t.tolist()]
 
     def close(self) -> None:
-        if not dist.is_initialized():
-            return
-        # Every rank reaches the end before the group goes: a rank that destroys its gloo
-        # group while a peer still talks to it can abort in gloo's C++ threads at exit
-        # ("terminate called without an active exception", exit -6; about 1 run in 6 on
-        # torch 2.13). monitored_barrier gives up after CLOSE_TIMEOUT, naming the ranks
-        # that did not come, instead of waiting forever on a rank that died.
-        with contextlib.suppress(RuntimeError, ValueError):  # a peer is gone: no one to wait for
-            dist.monitored_barrier(group=self.host, timeout=CLOSE_TIMEOUT)
-        dist.destroy_process_group()
+        end_process_group(group=self.host)
 
 
 def device_for(info: DistInfo, device: torch.device) -> torch.device:

@@ -18,6 +18,7 @@ See docs/train.md.
 
 from pitstop.train import _requires  # noqa: F401  (first: one clear error without torch)
 from pitstop.train.defaults import FastDefaults, SettingChange, fast_defaults
+from pitstop.train.distributed import end_process_group
 from pitstop.train.loader import (
     PitstopDataLoader,
     format_settings,
@@ -42,6 +43,7 @@ __all__ = [
     "SettingChange",
     "TrainStep",
     "choose_precision",
+    "end_process_group",
     "every",
     "fast_defaults",
     "format_settings",
