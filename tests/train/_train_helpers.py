@@ -287,9 +287,9 @@ def end_worker(rank: int, world: int, workdir: str, mode: str) -> None:
             end_process_group(wait_for_peers=False, timeout=timedelta(seconds=120))
             (work / "r0_done").touch()
         else:
-            result_seen = _wait_for(work / "r0_done", 60)
+            saw_r0_done = _wait_for(work / "r0_done", 60)
             end_process_group(wait_for_peers=False)
-            (work / f"r1_saw_r0_done_{result_seen}").touch()
+            (work / f"r1_saw_r0_done_{saw_r0_done}").touch()
     elif mode == "missing":
         if rank == 1:
             os._exit(0)  # gone without a word: rank 0 must give up on it, not hang

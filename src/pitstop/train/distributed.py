@@ -8,7 +8,7 @@ import datetime as _dt
 import torch.distributed as dist
 
 CLOSE_TIMEOUT = _dt.timedelta(seconds=30)
-"""How long the last barrier waits for a rank that does not come (it then names it)."""
+"""How long the last barrier waits for a rank that does not come."""
 
 
 def end_process_group(*, wait_for_peers: bool = True, group: dist.ProcessGroup | None = None,
@@ -20,8 +20,9 @@ def end_process_group(*, wait_for_peers: bool = True, group: dist.ProcessGroup |
     code -6; on torch 2.13 about 1 run in 6 of a small DDP script, and once in CI in
     examples/train_ddp.py).
     The barrier keeps every rank alive until all are at the end. On gloo it is a
-    ``monitored_barrier`` that gives up after ``timeout``, naming the missing ranks,
-    rather than waiting forever on a rank that died. Pass ``wait_for_peers=False`` on an
+    ``monitored_barrier`` that gives up after ``timeout`` rather than waiting forever on
+    a rank that died (its error, which names the missing ranks, is dropped: the group is
+    destroyed all the same). Pass ``wait_for_peers=False`` on an
     error path: the other ranks may never come. ``group`` is the group to wait on (a
     gloo side group next to an NCCL world); the default is the world.
 
