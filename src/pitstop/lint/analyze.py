@@ -120,39 +120,6 @@ def mentions_torch(data: bytes) -> bool:
     return _CONFIG_CALL_BYTES.search(data) is not None
 
 
-# `x.cuda(async=True)`: PyTorch before 0.4 called non_blocking `async`, a keyword since
-# Python 3.7. Such a file is read with the word swapped for a name of the same length,
-# so that every line and column stays where it is.
-LEGACY_ASYNC_RE = re.compile(r"\basync(?=\s*=(?!=))")
-LEGACY_ASYNC = "ASYNC"
-
-
-def parse(text: str, path: str) -> ast.Module:
-    """The module's tree; pre-3.7 code that passes `async=` is read as it was meant."""
-    try:
-        return ast.parse(text, filename=path, type_comments=False)
-    except SyntaxError as err:
-        patched = LEGACY_ASYNC_RE.sub(LEGACY_ASYNC, text) if "async" in text else text
-        if patched == text:
-            raise
-        try:
-            return ast.parse(patched, filename=path, type_comments=False)
-        except SyntaxError:
-            raise err from None
-
-
-def legacy_async_line(text: str) -> int | None:
-    """The first line of an `async=` argument in ``text`` when only reading it as
-    pre-3.7 code makes the file parse (see :func:`parse`), else None."""
-    if "async" not in text or LEGACY_ASYNC_RE.search(text) is None:
-        return None
-    try:
-        ast.parse(text, type_comments=False)
-    except SyntaxError as err:
-        return err.lineno or 1
-    return None
-
-
 # Rules that still apply to test code: a deprecated API is deprecated there too.
 TEST_RULES = frozenset({"LT007"})
 

@@ -37,9 +37,7 @@ from pitstop.lint.analyze import (
     Selection,
     analyze,
     apply_noqa,
-    legacy_async_line,
     mentions_torch,
-    parse,
     worth_analysing,
 )
 from pitstop.lint.chunks import CHUNK_BYTES, Chunk
@@ -55,6 +53,7 @@ from pitstop.lint.context import (
 )
 from pitstop.lint.discover import SourceFile, not_a_file
 from pitstop.lint.index import ModuleIndex
+from pitstop.lint.legacy_source import parse, read_legacy
 from pitstop.lint.loaders import dataloader_calls
 from pitstop.lint.model import Diagnostic, FileResult, LintFinding
 from pitstop.lint.notebook import NotebookError, load_notebook
@@ -273,12 +272,11 @@ def _lint_bytes(data: bytes, path: str, options: LintOptions,
         if test:  # named like a test: written as one (test functions, a framework)?
             test = written_as_tests(text)
         result = lint_text(text, path, options, extra_ignores, test=test)
-        legacy = legacy_async_line(text)
+        legacy = read_legacy(text)
         if legacy is not None:
             result.diagnostics.append(Diagnostic(
-                path, "passes `async=`, a keyword since Python 3.7 (PyTorch before 0.4 named "
-                "`non_blocking` so): this file does not run on this Python; rename it "
-                "`non_blocking=`. Linted as if it were.", kind="warning", line=legacy))
+                path, legacy.describe(), kind="warning", line=legacy.first_line))
+            result.unfixable = legacy.kinds != ("async=",)
         return result
     except SyntaxError as err:
         return FileResult(path, diagnostics=[Diagnostic(
@@ -740,6 +738,9 @@ def lint_paths_files(files: list[SourceFile], options: LintOptions,
                           if r.path in path_tests and (r.test_code or not r.analyzed))
         second_look(results, program, options, ignores_for, jobs, tests)
         resolve_program_findings(results, program)
+    for r in results:  # the fixer leaves such a file alone: no finding says [*]
+        if r.unfixable:
+            r.findings = [replace(f, fix=None) for f in r.findings]
     run = RunResult(results=sorted(results, key=lambda r: r.path), files=len(files))
     run.parsed = sum(1 for r in results if not r.skipped)
     run.program = program

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pitstop.fileio import WriteRefused, atomic_write_bytes
-from pitstop.lint.analyze import LintOptions, legacy_async_line
+from pitstop.lint.analyze import LintOptions
 from pitstop.lint.engine import (
     RunResult,
     condition_holds,
@@ -19,6 +19,7 @@ from pitstop.lint.engine import (
 )
 from pitstop.lint.fixes import FixError, apply_edits
 from pitstop.lint.index import ModuleIndex
+from pitstop.lint.legacy_source import read_legacy
 from pitstop.lint.model import SAFE, Diagnostic, FileResult, LintFinding
 from pitstop.lint.program import Program
 from pitstop.lint.summary import summarize
@@ -51,11 +52,14 @@ def fix_results(run: RunResult, options: LintOptions,
         except (OSError, UnicodeError) as err:
             result.diagnostics.append(Diagnostic(result.path, f"cannot fix: {err}"))
             continue
-        if legacy_async_line(old) is not None:
-            # (linted as pre-3.7 code: the fixer's parsers read today's Python only)
+        legacy = read_legacy(old)
+        if legacy is not None:
+            # (linted as older Python: the fixer's parsers read today's Python only)
+            what = ("it passes `async=`, which does not parse on this Python; rename it "
+                    "`non_blocking=` first") if legacy.kinds == ("async=",) else (
+                    "it is written for Python 2 (port it first, e.g. with `2to3`)")
             result.diagnostics.append(Diagnostic(
-                result.path, "not fixed: it passes `async=`, which does not parse on this "
-                "Python; rename it `non_blocking=` first", kind="warning"))
+                result.path, f"not fixed: {what}", kind="warning"))
             continue
         in_program = program.key(result.path) in program.modules
         others = uses - result.uses  # what the other files' loops do

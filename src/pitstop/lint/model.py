@@ -185,5 +185,6 @@ class FileResult:
     summary: Any = None  # its ModuleSummary, for the program (None: not parsed)
     answers: dict[Any, Any] = field(default_factory=dict)  # questions asked of the program
     uses: frozenset[str] = frozenset()  # what its loops do with loaders (program facts)
+    unfixable: bool = False  # read as Python 2: analysed, never rewritten
     test_code: bool = False  # test code (by path and by what it is written with)
     sha: str = ""  # content hash
