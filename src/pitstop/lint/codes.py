@@ -238,8 +238,8 @@ LINT_DOCS = (
         title="Deprecated torch.cuda.amp / torch.cpu.amp API",
         what=(
             "Finds calls of `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler` and "
-            "`torch.cpu.amp.autocast` (also when imported by name), deprecated since "
-            "PyTorch 2.4."
+            "`torch.cpu.amp.autocast` (also when imported by name, aliased, or handed to "
+            "`functools.partial` to be called later), deprecated since PyTorch 2.4."
         ),
         why=(
             "They emit a FutureWarning on every construction (every step for autocast) and "

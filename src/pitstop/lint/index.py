@@ -40,7 +40,9 @@ LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 # packages whose classes are nn.Modules (a subclass of one is a model)
 MODEL_LIBRARIES = ("timm.models.", "torchvision.models.", "transformers.models.",
-                   "transformers.modeling_", "diffusers.models.")
+                   "transformers.modeling_", "diffusers.models.",
+                   # graph layers: `class GINEConv(MessagePassing)` is an nn.Module
+                   "torch_geometric.nn.", "dgl.nn.")
 # a model class exported at the top of a transformers package (`from pytorch_transformers
 # import BertForTokenClassification`): `BertModel`, `GPT2LMHeadModel`, `...ForXxx`
 TRANSFORMERS_PACKAGES = ("transformers.", "pytorch_transformers.", "pytorch_pretrained_bert.")

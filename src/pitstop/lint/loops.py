@@ -268,9 +268,46 @@ class LoopModel(LoopGuards, ModelRuns):
         for loop in index.loops:
             if self.loop_batches(loop, st):  # (also `while batch is not None: ... next_batch()`)
                 return True
-        return any(self.call_steps(c, st) for c in index.calls
+        return any(self.call_steps(c, st) or self._local_object_steps(c, st) for c in index.calls
                    if index.owner.get(c) in index.funcs_with_loops or index.module_loops) \
             or (bool(index.import_locals) and self.ctx.program.imports_training(self.ctx.key))
+
+
+    def _local_object_steps(self, call: ast.Call, st: State) -> bool:
+        """`agent = Agent(cfg)` ... `agent.update(buffer)`: a method of an object the same
+        function builds from a class of the program, which trains (the cheap test above
+        runs without the walk, which would know the object)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return False
+        ctx = self.ctx
+        assigns = ctx.index.scoped_assigns.get((ctx.scope_of(func.value), func.value.id), ())
+        for a in assigns:
+            value = _assigned(a, func.value.id)
+            if not isinstance(value, ast.Call):
+                continue
+            k = ctx.values.kind(value, st)
+            if k is None or not k.startswith(("obj@", "model@")):
+                continue
+            module, _, cls = k.partition("@")[2].partition("|")
+            sym = ctx.program.quiet_in_class(module, cls, func.attr)
+            if sym is not None and ctx.program.sym_steps(sym):
+                return True
+        return False
+
+
+def _assigned(a: ast.Assign | ast.AnnAssign, name: str) -> ast.expr | None:
+    """What ``a`` assigns to ``name`` (also `env, agent = make_env(c), Agent(c)`)."""
+    targets = a.targets if isinstance(a, ast.Assign) else [a.target]
+    for t in targets:
+        if isinstance(t, ast.Name) and t.id == name:
+            return a.value
+        if isinstance(t, ast.Tuple) and isinstance(a.value, ast.Tuple) \
+                and len(t.elts) == len(a.value.elts):
+            for sub, v in zip(t.elts, a.value.elts, strict=True):
+                if isinstance(sub, ast.Name) and sub.id == name:
+                    return v
+    return None
 
 
 def _eval_switched(fn: FuncDef, loop: ast.stmt) -> list[ast.expr]:

@@ -68,10 +68,14 @@ class ModelRuns:
         for node in iter_shallow(body, into_loops=True):
             if isinstance(node, ast.Call):
                 tail = callee_tail(node)
-                if ("step" in tail and not EVAL_STEP_RE.search(tail)) or "backward" in tail \
-                        or tail == "train":
+                if "backward" in tail or tail == "train":
                     return False
                 if self.call_steps(node, st):
+                    return False
+                # a step of some kind, unless the program shows it trains nothing (a
+                # shared `self._step(model, x)` that computes the loss)
+                if "step" in tail and not EVAL_STEP_RE.search(tail) \
+                        and ctx.function_target(node, st) is None:
                     return False
                 if not calls_model and ctx.values.is_model_callee(node.func, st) \
                         and tail not in MODEL_HOUSEKEEPING:

@@ -65,6 +65,7 @@ from pitstop.lint.settings import (
     options_owner,
 )
 from pitstop.lint.switches import SWITCH_LIKE, switch_of
+from pitstop.lint.values_kinds import CREATORS
 
 MAX_DEPTH = 5
 TUPLE = "tuple:"  # a tuple display: its elements' descriptors, SEP-separated
@@ -400,6 +401,8 @@ class Describer:
                 if d and (d == "model" or d.startswith(("obj:", "call:", "attr:", "param:",
                                                          "global:", "imp:"))):
                     return d if tail not in {"to", "cuda"} or d != "model" else "model"
+                if d is None and tail == "cuda" and _torch_tensor_chain(inner, index.aliases):
+                    return "gpu"  # `std = torch.tensor(STD).view(3, 1, 1).cuda()`
                 return d if d in {"gpu", "cpu"} else None
             if tail in {"prepare", "setup_dataloaders"} and len(call.args) == 1:
                 d = self.describe(call.args[0], scope, depth + 1)
@@ -665,3 +668,19 @@ def _places(value: ast.expr | None, name: str) -> bool:
     placer = (dotted(value.func.value) or "").rsplit(".", 1)[-1].lower()
     return ("accelerator" in placer or "fabric" in placer) and any(
         dotted(a) == name for a in value.args)
+
+
+def _torch_tensor_chain(node: ast.expr, aliases: dict[str, str]) -> bool:
+    """Is ``node`` a tensor made by a torch creator, reshaped or sliced
+    (`torch.tensor(std).view(3, 1, 1)`, `torch.zeros(n)[None]`)?"""
+    for _ in range(8):
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                (qualname(node.func, aliases) or "").startswith("torch."):
+            return node.func.attr in CREATORS
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value  # `.view(3, 1, 1)`, `.float()`, `.unsqueeze(0)`
+        else:
+            return False
+    return False

@@ -23,6 +23,7 @@ from pitstop.lint.values_kinds import (
     DERIVED,
     GPU,
     GPU_LIST,
+    LOADER,
     MASK,
     META_ATTRS,
     METER,
@@ -30,6 +31,7 @@ from pitstop.lint.values_kinds import (
     PARAM_GROUP,
     PARAM_STATE,
     PARAM_STATE_ENTRY,
+    is_loader_kind,
     meter_key,
 )
 
@@ -91,6 +93,11 @@ class ValueModel(ValueBinding):
             name = dotted(node)
             if name is not None and name in st.env:
                 return st.env[name]
+            if node.__class__ is ast.Name and name in self.ctx.index.import_locals:
+                # `from utils import std` with `std = torch.tensor(...).cuda()` there
+                r = self.ctx.resolve_name(node, st)
+                if r is not None and r.kind == "tensor":
+                    return self.ctx.kind_of_resolved(r)
             if isinstance(node, ast.Attribute):
                 if node.attr in METER_READS and st.env.get(
                         (meter_key(node.value) or "") + METER) == GPU:
@@ -109,9 +116,15 @@ class ValueModel(ValueBinding):
         if isinstance(node, ast.Constant):
             return CPU
         if isinstance(node, ast.Dict):
+            kinds = [self.kind(v, st) for v in node.values[:16] if v is not None]
             # a dict of GPU tensors (`{"d": d_loss, "g": g_loss}`): its items are on the GPU
-            return GPU if any(v is not None and self.kind(v, st) in (GPU, MASK)
-                              for v in node.values[:16]) else CPU
+            if GPU in kinds or MASK in kinds:
+                return GPU
+            # `dataloaders = {"train": train_dl, "val": val_dl}`: `dataloaders[phase]` is
+            # one of them (which one, the loop's phase says at run time)
+            if kinds and all(is_loader_kind(k) for k in kinds):
+                return kinds[0] if len(set(kinds)) == 1 else LOADER
+            return CPU
         if isinstance(node, (ast.JoinedStr, ast.Set)):
             return CPU
         if isinstance(node, ast.Call):

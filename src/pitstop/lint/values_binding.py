@@ -45,12 +45,25 @@ class ValueBinding(CallKinds):
     def return_kind_of_call(self, call: ast.Call, st: State) -> str | None:
         if st.depth > 2 or st.hot is None or st.rare:
             return None
-        target = self.ctx.function_target(call, st)
-        if target is None:
-            return None
-        tctx, fn = target
-        env = self.bind_params(fn, call, st, tctx)
-        return tctx.values.return_kind(fn, env, st.depth + 1)
+        ctx = self.ctx
+        target = ctx.function_target(call, st)
+        found = None
+        if target is not None:
+            tctx, fn = target
+            found = tctx.values.return_kind(fn, self.bind_params(fn, call, st, tctx), st.depth + 1)
+        if found is None:
+            # `self._forward(batch)` in a base trainer whose own `_forward` raises
+            # NotImplementedError: what the subclasses' overrides return
+            for octx, ofn in ctx.walker.overrides(call, st, target[1] if target else None):
+                env = self.bind_params(ofn, call, st, octx)
+                cls = octx.index.class_of.get(ofn)
+                if cls is not None:
+                    for k, v in octx.walker.entry.class_env(cls).items():
+                        env.setdefault(k, v)
+                found = octx.values.return_kind(ofn, env, st.depth + 1)
+                if found is not None:
+                    break
+        return found
 
     def return_kind(self, fn: FuncDef, env: dict[str, str], depth: int) -> str | None:
         key = (id(fn), tuple(sorted(env.items())))
@@ -239,13 +252,16 @@ class ValueBinding(CallKinds):
                 tctx, fn = target
                 env = self.bind_params(fn, call, st, tctx)
                 items = tctx.values.return_items(fn, env, st.depth + 1, n)
+                if (items is None or None in items or DERIVED in items) and (
+                        self._model_method(call, st) or (
+                            ctx.gpu_program and self.is_model_callee(call.func, st))):
+                    # `loss, tags = model.calculate_loss(...)`, `feats, pred = model(x)`:
+                    # a model's outputs, on its device
+                    items = [GPU if k in (None, DERIVED) else k for k in (items or [None] * n)]
                 if items is not None and None in items and self._from_gpu_args(call, st):
                     # what the body does is beyond the simulation (a list filled in a loop
                     # by sub-modules): as for a function not seen, computed from GPU values
                     items = [DERIVED if k is None else k for k in items]
-                if (items is None or None in items) and self._model_method(call, st):
-                    # `loss, tags = model.calculate_loss(...)`: a model's outputs
-                    items = [GPU if k is None else k for k in (items or [None] * n)]
                 return items
         return out if any(out) else None
 

@@ -618,7 +618,8 @@ class Walker:
                     if rn in st.batch:
                         for n in target_names(gen.target):
                             st.batch.add(n)
-                    elif ctx.values.kind(gen.iter, st) == GPU:
+                    elif ctx.values.kind(gen.iter, st) in (GPU, GPU_LIST):
+                        # (a list of GPU tensors, `[v.item() for v in losses]`: each is one)
                         for n in target_names(gen.target):
                             st.env[n] = GPU
                         if isinstance(gen.iter, ast.Call) and callee_tail(gen.iter) == "items" \

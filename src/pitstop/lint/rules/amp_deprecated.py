@@ -48,6 +48,9 @@ def check(ctx: ModuleContext) -> None:
     torch_bound = ctx.aliases.get("torch") == "torch"
     for call in ctx.calls:
         qn = qualname(call.func, ctx.aliases)
+        if qn in {"functools.partial", "partial"} and call.args:
+            _report_partial(ctx, call)
+            continue
         if qn not in REPLACEMENTS and isinstance(call.func, ast.Name):
             _report_alias(ctx, call)
             continue
@@ -89,3 +92,18 @@ def _report_alias(ctx: ModuleContext, call: ast.Call) -> None:
                 f'`functools.partial({new}, "{device}")` instead.',
             )
             return
+
+
+def _report_partial(ctx: ModuleContext, call: ast.Call) -> None:
+    """`null_context = partial(torch.cuda.amp.autocast, enabled=False)`: the deprecated
+    API called later through the partial (no automatic fix: the arguments move)."""
+    qn = qualname(call.args[0], ctx.aliases)
+    if qn not in REPLACEMENTS or compat_fallback(ctx, call):
+        return
+    new, device, _ = REPLACEMENTS[qn]
+    ctx.report(
+        CODE, call.args[0],
+        f"`{qn.replace('.autocast_mode', '').replace('.grad_scaler', '')}` is deprecated "
+        f"since PyTorch 2.4 and warns on every use, also through `partial`; use "
+        f"`partial({new}, \"{device}\", ...)`.",
+    )

@@ -1,0 +1,392 @@
+"""Programs whose training runs through objects the loop builds, overrides of a base
+trainer, shared step helpers, lists of losses, GPU constants of another module, graph
+layers and dicts of loaders (each written in the shape of real training code)."""
+
+from __future__ import annotations
+
+from lint_helpers import found, line_of, program
+
+# ------------------------------------------------------------ an agent built in the loop's function
+AGENT = """
+import torch
+import torch.nn as nn
+
+
+class Agent:
+    def __init__(self, cfg):
+        self.device = torch.device("cuda")
+        self.model = nn.Sequential(nn.Linear(64, 512), nn.ELU(), nn.Linear(512, 64)).cuda()
+        self.optim = torch.optim.Adam(self.model.parameters(), lr=cfg.lr)
+
+    def act(self, obs):
+        with torch.no_grad():
+            return self.model(torch.as_tensor(obs, device=self.device))
+
+    def update(self, buffer, step):
+        obs, target = buffer.sample()
+        loss = (self.model(obs) - target).pow(2).mean()
+        self.optim.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), 10.0)
+        self.optim.step()
+        return {"loss": float(loss.mean().item()), "grad_norm": float(grad_norm)}
+"""
+
+RL_TRAIN = """
+import torch
+from agent import Agent
+
+
+def train(cfg):
+    env, agent, buffer = make_env(cfg), Agent(cfg), make_buffer(cfg)
+    for step in range(0, cfg.train_steps, cfg.episode_length):
+        obs, done = env.reset(), False
+        while not done:
+            obs, reward, done, _ = env.step(agent.act(obs).cpu().numpy())
+        metrics = {}
+        if step >= cfg.seed_steps:
+            for i in range(cfg.episode_length):
+                metrics.update(agent.update(buffer, step + i))
+        log(metrics)
+"""
+
+
+def test_a_method_of_an_object_the_function_builds_makes_its_loop_train(tmp_path):
+    run = program(tmp_path, {"agent.py": AGENT, "train.py": RL_TRAIN})
+    got = found(run, "LT001")
+    assert ("agent.py", line_of(AGENT, '"loss": float(loss.mean().item())'), "LT001") in got
+    assert {code for _, _, code in found(run)} >= {"LT001", "LT006"}
+    # without the update call nothing in the loop trains
+    quiet = program(tmp_path / "q", {"agent.py": AGENT, "train.py": RL_TRAIN.replace(
+        "metrics.update(agent.update(buffer, step + i))", "metrics.update(agent.act(i))")})
+    assert not found(quiet, "LT006")
+
+
+# ------------------------------------------------------------ a base trainer and its subclass
+TRAINERS = """
+import torch
+
+
+class BaseTrainer(object):
+    def __init__(self, model):
+        self.model = model
+
+    def train(self, optimizer, data_loader):
+        self.model.train()
+        for i, inputs in enumerate(data_loader):
+            input_dict = self._parse_data(inputs)
+            output_dict = self._forward(input_dict)
+            total_loss = 0
+            loss_dict = {}
+            for k, loss in output_dict["losses"].items():
+                loss = loss.mean(dim=0, keepdim=True)
+                total_loss += loss
+                loss_dict[k] = loss.item()
+            optimizer.zero_grad()
+            total_loss.backward()
+            optimizer.step()
+
+    def _parse_data(self, inputs):
+        raise NotImplementedError
+
+    def _forward(self, inputs, targets):
+        raise NotImplementedError
+
+
+class Trainer(BaseTrainer):
+    def _parse_data(self, inputs):
+        images, labels = inputs
+        return {"images": images.cuda(), "labels": labels.cuda()}
+
+    def _forward(self, input_dict):
+        self.model.train()
+        output_dict = self.model(input_dict)
+        return output_dict
+"""
+
+TRAINERS_MAIN = """
+import torch
+from trainers import Trainer
+
+
+def main(args, loader):
+    model = build_model(args).cuda()
+    optimizer = torch.optim.Adadelta(model.parameters())
+    trainer = Trainer(model)
+    for epoch in range(args.epochs):
+        trainer.train(optimizer, loader)
+"""
+
+
+def test_a_base_trainers_abstract_method_returns_what_the_override_returns(tmp_path):
+    run = program(tmp_path, {"trainers.py": TRAINERS, "main.py": TRAINERS_MAIN})
+    assert ("trainers.py", line_of(TRAINERS, "loss_dict[k] = loss.item()"), "LT001") \
+        in found(run, "LT001")
+
+
+# ------------------------------------------------------------ a list of per-head losses
+HEADS = """
+import numpy as np
+import torch
+
+
+def scan_train(train_loader, model, criterion, optimizer, meters):
+    model.train()
+    for i, batch in enumerate(train_loader):
+        anchors = batch["anchor"].cuda(non_blocking=True)
+        neighbors = batch["neighbor"].cuda(non_blocking=True)
+        anchors_output = model(anchors)
+        neighbors_output = model(neighbors)
+        total_loss, entropy_loss = [], []
+        for a, n in zip(anchors_output, neighbors_output):
+            total_, entropy_ = criterion(a, n)
+            total_loss.append(total_)
+            entropy_loss.append(entropy_)
+        meters.update(np.mean([v.item() for v in total_loss]))
+        total = torch.sum(torch.stack(total_loss, dim=0))
+        optimizer.zero_grad()
+        total.backward()
+        optimizer.step()
+"""
+
+
+def test_items_of_a_list_of_gpu_losses_in_a_comprehension(tmp_path):
+    run = program(tmp_path, {"train_utils.py": HEADS})
+    assert ("train_utils.py", line_of(HEADS, "np.mean([v.item() for v in total_loss])"),
+            "LT001") in found(run, "LT001")
+
+
+# ------------------------------------------------------------ GPU constants of another module
+ATTACK_UTILS = """
+import torch
+
+cifar10_mean = (0.4914, 0.4822, 0.4465)
+cifar10_std = (0.2471, 0.2435, 0.2616)
+mu = torch.tensor(cifar10_mean).view(3, 1, 1).cuda()
+std = torch.tensor(cifar10_std).view(3, 1, 1).cuda()
+names = ["plane", "car"]
+"""
+
+ATTACK_TRAIN = """
+import torch
+import torch.nn.functional as F
+from attack_utils import std, mu, names
+
+
+def main(args, model, opt, train_loader):
+    epsilon = (args.epsilon / 255.) / std
+    for i, (X, y) in enumerate(train_loader):
+        X, y = X.cuda(), y.cuda()
+        delta = torch.zeros_like(X)
+        for j in range(len(epsilon)):
+            delta[:, j, :, :].uniform_(-epsilon[j][0][0].item(), epsilon[j][0][0].item())
+        label = names[0]
+        loss = F.cross_entropy(model(X + delta), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_gpu_tensor_made_at_the_top_of_another_module(tmp_path):
+    run = program(tmp_path, {"attack_utils.py": ATTACK_UTILS, "train.py": ATTACK_TRAIN})
+    line = line_of(ATTACK_TRAIN, "uniform_(-epsilon[j][0][0].item()")
+    assert ("train.py", line, "LT001") in found(run, "LT001")
+    # a CPU constant of the same module is no GPU value
+    cpu = ATTACK_UTILS.replace("view(3, 1, 1).cuda()", "view(3, 1, 1)")
+    run = program(tmp_path / "cpu", {"attack_utils.py": cpu, "train.py": ATTACK_TRAIN})
+    assert ("train.py", line, "LT001") not in found(run, "LT001")
+
+
+# ------------------------------------------------------------ one step helper for train and eval
+SHARED_STEP = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch_geometric.nn import global_mean_pool
+
+
+class Net(nn.Module):
+    def __init__(self, emb_dim=300, task="classification"):
+        super().__init__()
+        self.gnn = nn.Linear(emb_dim, emb_dim)
+        self.pred_head = nn.Linear(emb_dim, 2)
+
+    def forward(self, data):
+        h = global_mean_pool(self.gnn(data.x), data.batch)
+        return h, self.pred_head(h)
+
+
+class Trainer(object):
+    def __init__(self, dataset, config):
+        self.config = config
+        self.dataset = dataset
+        self.device = self._get_device()
+
+    def _get_device(self):
+        if torch.cuda.is_available() and self.config["gpu"] != "cpu":
+            device = self.config["gpu"]
+            torch.cuda.set_device(device)
+        else:
+            device = "cpu"
+        return device
+
+    def _step(self, model, data, n_iter):
+        __, pred = model(data)
+        return F.cross_entropy(pred, data.y)
+
+    def train(self):
+        train_loader, valid_loader = self.dataset.get_data_loaders()
+        model = Net(**self.config["model"]).to(self.device)
+        optimizer = torch.optim.Adam(model.parameters(), self.config["init_lr"])
+        for epoch in range(self.config["epochs"]):
+            for bn, data in enumerate(train_loader):
+                optimizer.zero_grad()
+                data = data.to(self.device)
+                loss = self._step(model, data, bn)
+                loss.backward()
+                optimizer.step()
+            if epoch % self.config["eval_every_n_epochs"] == 0:
+                self._validate(model, valid_loader)
+
+    def _validate(self, model, valid_loader):
+        predictions = []
+        with torch.no_grad():
+            model.eval()
+            valid_loss = 0.0
+            for bn, data in enumerate(valid_loader):
+                data = data.to(self.device)
+                loss = self._step(model, data, bn)
+                valid_loss += loss.item() * data.y.size(0)
+        with torch.no_grad():
+            for bn, data in enumerate(valid_loader):
+                data = data.to(self.device)
+                __, pred = model(data)
+                predictions.extend(pred.cpu().detach().numpy())
+        model.train()
+        return valid_loss
+"""
+
+
+def test_an_evaluation_loop_through_the_step_helper_that_training_shares(tmp_path):
+    run = program(tmp_path, {"finetune.py": SHARED_STEP})
+    got = found(run, "LT001")
+    assert ("finetune.py", line_of(SHARED_STEP, "valid_loss += loss.item()"), "LT001") in got
+    # the second output of a model call lives where the model does
+    assert ("finetune.py", line_of(SHARED_STEP, "pred.cpu().detach()"), "LT001") in got
+
+
+# ------------------------------------------------------------ a graph layer's forward
+GRAPH = """
+import torch
+import torch.nn as nn
+from torch_geometric.nn import MessagePassing
+
+
+class GINEConv(MessagePassing):
+    def __init__(self, emb_dim):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(emb_dim, 2 * emb_dim), nn.ReLU(),
+                                 nn.Linear(2 * emb_dim, emb_dim))
+
+    def forward(self, x, edge_index, edge_attr):
+        self_loop_attr = torch.zeros(x.size(0), 2)
+        self_loop_attr[:, 0] = 4
+        self_loop_attr = self_loop_attr.to(edge_attr.device).to(edge_attr.dtype)
+        edge_attr = torch.cat((edge_attr, self_loop_attr), dim=0)
+        return self.propagate(edge_index, x=x, edge_attr=edge_attr)
+
+
+class GINet(nn.Module):
+    def __init__(self, num_layer=5, emb_dim=300):
+        super().__init__()
+        self.gnns = nn.ModuleList([GINEConv(emb_dim) for _ in range(num_layer)])
+
+    def forward(self, data):
+        h = data.x
+        for layer in range(len(self.gnns)):
+            h = self.gnns[layer](h, data.edge_index, data.edge_attr)
+        return h
+
+
+def train(loader):
+    model = GINet().cuda()
+    opt = torch.optim.Adam(model.parameters())
+    for data in loader:
+        data = data.cuda()
+        loss = model(data).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_message_passing_layers_forward_runs_per_batch(tmp_path):
+    run = program(tmp_path, {"ginet.py": GRAPH})
+    assert ("ginet.py", line_of(GRAPH, "self_loop_attr = self_loop_attr.to(edge_attr.device)"),
+            "LT012") in found(run, "LT012")
+
+
+# ------------------------------------------------------------ a dict of loaders, one per phase
+PHASES = """
+import torch
+import torch.nn as nn
+
+
+def run(train_ds, val_ds, net, optimizer, epochs):
+    dataloader = torch.utils.data.DataLoader(train_ds, batch_size=8, shuffle=True,
+                                             num_workers=16, pin_memory=True,
+                                             persistent_workers=True)
+    val_dataloader = torch.utils.data.DataLoader(val_ds, batch_size=8, num_workers=16,
+                                                 pin_memory=True, persistent_workers=True)
+    dataloaders = {"train": dataloader, "val": val_dataloader}
+    for epoch in range(epochs):
+        for phase in ["train", "val"]:
+            net.train(phase == "train")
+            for data in dataloaders[phase]:
+                inputs, labels = data
+                inputs = inputs.cuda()
+                labels = labels.cuda(non_blocking=True)
+                loss = nn.functional.cross_entropy(net(inputs), labels)
+                if phase == "train":
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+"""
+
+
+def test_batches_of_a_dict_of_pinned_loaders(tmp_path):
+    run = program(tmp_path, {"train.py": PHASES})
+    got = found(run, "LT008")
+    assert ("train.py", line_of(PHASES, "inputs = inputs.cuda()"), "LT008") in got
+    assert ("train.py", line_of(PHASES, "labels.cuda(non_blocking=True)"), "LT008") not in got
+    unpinned = PHASES.replace("pin_memory=True", "pin_memory=False")
+    assert not found(program(tmp_path / "u", {"train.py": unpinned}), "LT008")
+
+
+# ------------------------------------------------------------ the deprecated autocast through partial
+PARTIAL_AUTOCAST = """
+from functools import partial
+
+import torch
+
+
+def null_context():
+    return torch.no_grad()
+
+
+def causal_linear_attention(q, k, v):
+    autocast_enabled = torch.is_autocast_enabled()
+    cuda_context = null_context if not autocast_enabled else partial(
+        torch.cuda.amp.autocast, enabled=False)
+    with cuda_context():
+        return (q @ k.transpose(-1, -2)) @ v
+"""
+
+
+def test_the_deprecated_autocast_handed_to_partial(tmp_path):
+    run = program(tmp_path, {"attention.py": PARTIAL_AUTOCAST})
+    assert found(run) == {("attention.py", line_of(PARTIAL_AUTOCAST, "torch.cuda.amp.autocast,"),
+                           "LT007")}
+    modern = PARTIAL_AUTOCAST.replace("torch.cuda.amp.autocast,", 'torch.amp.autocast, "cuda",')
+    assert not found(program(tmp_path / "m", {"attention.py": modern}))
