@@ -390,3 +390,104 @@ def test_the_deprecated_autocast_handed_to_partial(tmp_path):
                            "LT007")}
     modern = PARTIAL_AUTOCAST.replace("torch.cuda.amp.autocast,", 'torch.amp.autocast, "cuda",')
     assert not found(program(tmp_path / "m", {"attention.py": modern}))
+
+
+# ------------------------------------------------------------ a diffusion schedule uploaded per call
+DIFFUSION = """
+import numpy as np
+import torch as th
+
+
+def get_named_beta_schedule(name, num_diffusion_timesteps):
+    scale = 1000 / num_diffusion_timesteps
+    return np.linspace(scale * 0.0001, scale * 0.02, num_diffusion_timesteps, dtype=np.float64)
+
+
+class GaussianDiffusion:
+    def __init__(self, *, betas):
+        self.betas = np.array(betas, dtype=np.float64)
+        alphas = 1.0 - betas
+        self.alphas_cumprod = np.cumprod(alphas, axis=0)
+        self.sqrt_alphas_cumprod = np.sqrt(self.alphas_cumprod)
+        self.sqrt_one_minus_alphas_cumprod = np.sqrt(1.0 - self.alphas_cumprod)
+
+    def q_sample(self, x_start, t, noise=None):
+        if noise is None:
+            noise = th.randn_like(x_start)
+        return (_extract_into_tensor(self.sqrt_alphas_cumprod, t, x_start.shape) * x_start
+                + _extract_into_tensor(self.sqrt_one_minus_alphas_cumprod, t, x_start.shape)
+                * noise)
+
+    def training_losses(self, model, x_start, t):
+        x_t = self.q_sample(x_start, t)
+        return ((model(x_t, t) - x_start) ** 2).mean()
+
+
+def _extract_into_tensor(arr, timesteps, broadcast_shape):
+    res = th.from_numpy(arr).to(device=timesteps.device)[timesteps].float()
+    while len(res.shape) < len(broadcast_shape):
+        res = res[..., None]
+    return res.expand(broadcast_shape)
+"""
+
+RESPACE = """
+from gaussian_diffusion import GaussianDiffusion, get_named_beta_schedule
+
+
+class SpacedDiffusion(GaussianDiffusion):
+    def __init__(self, use_timesteps, **kwargs):
+        self.use_timesteps = set(use_timesteps)
+        super().__init__(**kwargs)
+
+    def training_losses(self, model, *args, **kwargs):
+        return super().training_losses(self._wrap_model(model), *args, **kwargs)
+
+    def _wrap_model(self, model):
+        return model
+
+
+def create_diffusion(steps=1000):
+    return SpacedDiffusion(use_timesteps=range(steps),
+                           betas=get_named_beta_schedule("linear", steps))
+"""
+
+DIFFUSION_LOOP = """
+import functools
+
+import torch as th
+from respace import create_diffusion
+
+
+class TrainLoop:
+    def __init__(self, model, data):
+        self.model = model.cuda()
+        self.data = data
+        self.diffusion = create_diffusion()
+        self.opt = th.optim.AdamW(self.model.parameters(), lr=1e-4)
+
+    def run_loop(self):
+        for motion, cond in self.data:
+            self.run_step(motion.cuda(), cond)
+
+    def run_step(self, batch, cond):
+        self.opt.zero_grad()
+        t = th.randint(0, 1000, (batch.shape[0],), device=batch.device)
+        compute_losses = functools.partial(self.diffusion.training_losses, self.model, batch, t)
+        losses = compute_losses()
+        losses.backward()
+        self.opt.step()
+"""
+
+
+def test_a_schedule_table_uploaded_per_call_through_super_and_partial(tmp_path):
+    files = {"gaussian_diffusion.py": DIFFUSION, "respace.py": RESPACE,
+             "training_loop.py": DIFFUSION_LOOP}
+    line = line_of(DIFFUSION, "th.from_numpy(arr).to(device=timesteps.device)")
+    assert ("gaussian_diffusion.py", line, "LT012") in found(program(tmp_path, files), "LT012")
+    # arrays handed in per call that are not made once in __init__ are data
+    data = DIFFUSION.replace("_extract_into_tensor(self.sqrt_alphas_cumprod, t,",
+                             "_extract_into_tensor(x_start.cpu().numpy(), t,").replace(
+        "_extract_into_tensor(self.sqrt_one_minus_alphas_cumprod, t,",
+        "_extract_into_tensor(noise.cpu().numpy(), t,")
+    run = program(tmp_path / "data", {**files, "gaussian_diffusion.py": data})
+    assert ("gaussian_diffusion.py", line, "LT012") not in found(run, "LT012")

@@ -35,8 +35,9 @@ def lint_source(text: str, path: str = "<string>", *, select: tuple[str, ...] = 
     """Findings for one module's source text, judged on its own (no package context).
     Raises SyntaxError if ``text`` is not valid Python."""
     from pitstop.lint.analyze import Selection
-    from pitstop.lint.engine import condition_holds, default_options, lint_text, program_facts
+    from pitstop.lint.engine import default_options, lint_text
     from pitstop.lint.program import Program
+    from pitstop.lint.program_findings import condition_holds, program_facts
 
     result = lint_text(text, path, default_options(Selection(select=select, ignore=ignore)))
     # Program-level findings hold only if this module's own facts allow them (a

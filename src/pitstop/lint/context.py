@@ -18,14 +18,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pitstop.lint.astutil import dotted
+from pitstop.lint.astutil import dotted, qualname
+from pitstop.lint.describe import Describer
 from pitstop.lint.devices import DeviceModel
 from pitstop.lint.index import LOOPS, FuncDef, ModuleIndex
 from pitstop.lint.loops import LoopModel
 from pitstop.lint.model import Fix, LintFinding
 from pitstop.lint.program import Origin, Program, Resolved, Sym
 from pitstop.lint.steps import is_step_call
-from pitstop.lint.summary import Describer, summarize
+from pitstop.lint.summary import summarize
 from pitstop.lint.values import ValueModel
 from pitstop.lint.values_kinds import (
     CPU,
@@ -161,6 +162,7 @@ class ModuleContext:
         self.hot_loops: list[HotLoop] = []
         self.has_train_loop = False
         self.rare_names: set[str] = set()
+        self._partials: dict[ast.Call, ast.Call] = {}
         self.facts: set[str] = set(self.index.facts)
         self.moves_batches_to_gpu = False
         # the index's collections, as the rules know them
@@ -229,12 +231,40 @@ class ModuleContext:
         self.walker.run(hot_rules)
 
     # ------------------------------------------------------------------ the program
+    def unwrap_partial(self, call: ast.Call) -> ast.Call:
+        """`compute_losses()` with `compute_losses = functools.partial(self.diffusion.
+        training_losses, model, batch, t)` above it in the function: the call it makes
+        (the partial's callee, its arguments, then the call's own); else ``call``."""
+        if not isinstance(call.func, ast.Name):
+            return call
+        memo = self._partials
+        if call in memo:
+            return memo[call]
+        found = call
+        scope = self.scope_of(call)
+        assigns = [a for a in self.index.scoped_assigns.get((scope, call.func.id), ())
+                   if (a.end_lineno or a.lineno) < call.lineno and isinstance(a.value, ast.Call)]
+        if assigns:
+            value = max(assigns, key=lambda a: a.lineno).value
+            assert isinstance(value, ast.Call)
+            if qualname(value.func, self.aliases) in {"functools.partial", "partial"} \
+                    and value.args and not isinstance(value.args[0], ast.Starred):
+                found = ast.Call(func=value.args[0], args=[*value.args[1:], *call.args],
+                                 keywords=[*value.keywords, *call.keywords])
+                ast.copy_location(found, call)
+                self.parents[found] = self.parents.get(call, call)
+                self.index.owner[found] = self.index.owner.get(call)
+                memo[found] = found  # (`f = partial(f, x)`: unwrapped once, not again)
+        memo[call] = found
+        return found
+
     def callee_sym(self, call: ast.Call, st: State) -> Sym | None:
         """What a call's callee is in the program (a function, a class, a method, an
         object whose ``__call__`` runs), following the walk's knowledge of local objects."""
+        call = self.unwrap_partial(call)
         name = dotted(call.func)
         if name is None:
-            return None
+            return self._super_method(call, st)
         head, _, rest = name.partition(".")
         k = st.env.get(head)
         program = self.program
@@ -251,8 +281,28 @@ class ModuleContext:
             return program.hot_callee(self.key, callee)
         return program.quiet_callee(self.key, callee)
 
+    def _super_method(self, call: ast.Call, st: State) -> Sym | None:
+        """`super().training_losses(model, ...)` (also `super(Cls, self)`): the method as
+        the bases of the class around the call define it."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)
+                and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"
+                and st.func is not None):
+            return None
+        cls = self.index.class_of.get(st.func)
+        if cls is None:
+            return None
+        for base in cls.bases:
+            bname = dotted(base)
+            if bname:
+                found = self.program.quiet_callee(self.key, f"{bname}.{func.attr}")
+                if found is not None:
+                    return found
+        return None
+
     def function_target(self, call: ast.Call, st: State) -> tuple[ModuleContext, FuncDef] | None:
         """The function a call runs, with the context of its module (opened if needed)."""
+        call = self.unwrap_partial(call)
         index = self.index
         func = call.func
         # fast path: a function or method of this module
@@ -311,6 +361,7 @@ class ModuleContext:
 
     def call_steps(self, call: ast.Call, st: State) -> bool:
         """Does the call run backward or a step somewhere in the program?"""
+        call = self.unwrap_partial(call)
         name = self._callee_name(call, st)
         if name is not None:
             return self.program.call_steps(self.key, name)

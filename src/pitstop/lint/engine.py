@@ -17,19 +17,15 @@ naming the file, and the run goes on.
 from __future__ import annotations
 
 import ast
-import contextlib
 import errno
-import gc
 import hashlib
-import multiprocessing
 import os
 import stat
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from pitstop.lint import chunks
 from pitstop.lint.analyze import (
@@ -42,11 +38,6 @@ from pitstop.lint.analyze import (
 )
 from pitstop.lint.chunks import CHUNK_BYTES, Chunk
 from pitstop.lint.context import (
-    ANY,
-    OR,
-    USE_GPU_ANY,
-    USE_LOOP,
-    USE_TRAIN,
     Analysis,
     ModuleContext,
     written_as_tests,
@@ -57,7 +48,9 @@ from pitstop.lint.legacy_source import parse, read_legacy
 from pitstop.lint.loaders import dataloader_calls
 from pitstop.lint.model import Diagnostic, FileResult, LintFinding
 from pitstop.lint.notebook import NotebookError, load_notebook
+from pitstop.lint.pool import collect_chunk, gc_paused, map_chunks
 from pitstop.lint.program import Program, answers_differ, recorded_answers
+from pitstop.lint.program_findings import resolve_program_findings
 from pitstop.lint.program_modules import norm_path
 from pitstop.lint.settings import CONFIG_CALL_RE
 from pitstop.lint.summary import ModuleSummary, summarize
@@ -288,41 +281,6 @@ def _lint_bytes(data: bytes, path: str, options: LintOptions,
             path, f"too deeply nested or too large to analyse ({err.__class__.__name__})")])
 
 
-_WORKER = False  # this process is a pool worker
-
-
-def _worker_start() -> None:
-    """A pool worker collects its cyclic garbage once per chunk, itself (see
-    :func:`_collect_chunk`), not on the collector's schedule."""
-    global _WORKER
-    _WORKER = True
-    gc.disable()
-
-
-def _collect_chunk() -> None:
-    """In a pool worker, after a chunk: free the chunk's cycles, then freeze what is left
-    (the worker's caches), so that the next chunk's collection looks only at what that
-    chunk made. On the collector's own schedule, its full passes walked every cached
-    result again and again (about a fifth of the workers' CPU time on torch's files)."""
-    if _WORKER:
-        gc.collect()
-        gc.freeze()
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while linting: an AST is a tree (no cycles,
-    freed by reference counting), but its hundred thousand nodes keep triggering
-    collections that find nothing -- about 14% of the CPU time on torch's files."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 @dataclass
 class RunResult:
     results: list[FileResult] = field(default_factory=list)
@@ -341,51 +299,6 @@ class RunResult:
         return self.diagnostics + [d for r in self.results for d in r.diagnostics]
 
 
-def _pool(jobs: int):  # type: ignore[no-untyped-def]
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    try:
-        return multiprocessing.get_context(method).Pool(jobs, initializer=_worker_start)
-    except OSError:  # no /dev/shm semaphores (some containers): lint in this process
-        return None
-
-
-def _map(fn: Callable[[Any], list[Any]], items: list[Any], jobs: int,
-         progress: Callable[[int], None] | None, *, spread: bool = False) -> list[Any]:
-    """``fn`` over chunks of ``items`` on ``jobs`` processes (in this one when few, unless
-    ``spread``: the items are big); the results in the order of ``items``."""
-    if jobs <= 1 or len(items) < (2 if spread else 16):
-        out: list[Any] = []
-        for item in items:
-            with _gc_paused():
-                out.extend(fn([item]))
-            if progress:
-                progress(1)
-        return out
-    # Biggest first, in small chunks: the pool balances the tail.
-    size = max(1, min(32, len(items) // (jobs * 8)))
-    chunks = [items[i:i + size] for i in range(0, len(items), size)]
-    pool = _pool(jobs)
-    if pool is None:
-        return _map(fn, items, 1, progress)
-    results: list[Any] = []
-    try:
-        # in order: a big module's pieces are merged first piece first
-        for part in pool.imap(fn, chunks):
-            results.extend(part)
-            if progress:
-                progress(len(part))
-        # the workers end by themselves once the work is done: terminate() (signals sent
-        # to idle workers) now and then left one blocked on the task queue's lock, and
-        # the run waited for it forever
-        pool.close()
-    except BaseException:
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
-    return results
-
-
 Item = tuple[str, LintOptions, tuple[str, ...], bool]  # path, options, ignores, test code
 # A piece of a big module: path, options, ignores, test, the piece, the end of the next
 # piece, the module's import statements
@@ -393,9 +306,9 @@ Piece = tuple[str, LintOptions, tuple[str, ...], bool, Chunk, int, str]
 
 
 def _first_pass_chunk(chunk: list[Item | Piece]) -> list[FileResult]:
-    with _gc_paused():
+    with gc_paused():
         out = [lint_file(*item) if len(item) == 4 else lint_piece(*item) for item in chunk]
-    _collect_chunk()
+    collect_chunk()
     return out
 
 
@@ -460,7 +373,7 @@ def run_files(files: list[SourceFile], options: LintOptions,
         items.extend(_items(f, ignores_for(f.path), options))
     # the pieces of a big module (a megabyte of generated code) are spread over the
     # cores even when they are few
-    results = _map(_first_pass_chunk, items, jobs, progress if len(items) == len(files) else None,
+    results = map_chunks(_first_pass_chunk, items, jobs, progress if len(items) == len(files) else None,
                    spread=len(items) > len(files))
     if len(items) == len(files):
         return results
@@ -595,9 +508,9 @@ def _ignored(f: LintFinding, codes: tuple[str, ...]) -> bool:
 
 def _relint_chunk(chunk: list[Item]) -> list[FileResult]:
     assert _PROGRAM is not None
-    with _gc_paused():
+    with gc_paused():
         out = [relint_file(p, o, ign, _PROGRAM, _LINTED, _TESTS) for p, o, ign, _t in chunk]
-    _collect_chunk()
+    collect_chunk()
     return out
 
 
@@ -633,7 +546,7 @@ def second_look(results: list[FileResult], program: Program, options: LintOption
     _TREES.clear()
     try:
         items: list[Item] = [(r.path, options, ignores_for(Path(r.path)), False) for r in todo]
-        again = _map(_relint_chunk, items, jobs, None)
+        again = map_chunks(_relint_chunk, items, jobs, None)
     finally:
         _PROGRAM, _LINTED, _TESTS = None, frozenset(), frozenset()
     for r in again:  # own findings first: another file's second look may add to them
@@ -658,69 +571,6 @@ def second_look(results: list[FileResult], program: Program, options: LintOption
         r.findings = kept
 
 
-def condition_holds(condition: str, facts: set[str] | frozenset[str]) -> bool:
-    """A program-level finding's condition: ``+fact`` must hold, ``-fact`` must not; a
-    token's alternatives are separated by a tab (any one will do); clauses separated by
-    `` || `` are alternatives (any clause that holds will do)."""
-    return any(_clause_holds(c, facts) for c in condition.split(ANY))
-
-
-def _clause_holds(clause: str, facts: set[str] | frozenset[str]) -> bool:
-    for token in clause.split(" "):
-        if not token:
-            continue
-        sign, alts = token[0], token[1:].split(OR)
-        present = any(a in facts for a in alts)
-        if sign == "+" and not present:
-            return False
-        if sign == "-" and present:
-            return False
-    return True
-
-
-def program_facts(program: Program, key: str, uses: set[str] | frozenset[str],
-                  own: frozenset[str] = frozenset()) -> set[str]:
-    """The facts a program-level finding of module ``key`` is judged by: the program's
-    (every module that runs with it), what the loops of the run do with loaders, and
-    whether some module of the program trains or moves batches to the GPU."""
-    facts = program.facts(key) | set(own) | set(uses)
-    if any(f.startswith("deterministic_fn:") and f"calls:{f[17:]}" in facts for f in facts):
-        facts.add("deterministic")  # a seeding helper that sets it, called unguarded
-    members = program.program_of(key) if key in program.modules else {key}
-    for prefix, name in ((USE_GPU_ANY, "loader_gpu_any"), (USE_TRAIN, "train_program")):
-        if any(prefix + m in uses for m in members):
-            facts.add(name)
-    summary = program.summary(key)
-    if "train_program" not in facts and not any(USE_LOOP + m in uses for m in members) \
-            and summary is not None and not summary.script \
-            and any(u.startswith(USE_TRAIN) for u in uses):
-        # no loop runs with this module that the imports show (they pass through files
-        # left out of the run: a model factory): the linted files train, as one program
-        facts.add("train_run")
-    return facts
-
-
-def resolve_program_findings(results: list[FileResult], program: Program | None = None
-                             ) -> dict[str, set[str]]:
-    """Keep a program-level finding only if the facts of its program allow it; returns
-    the facts used per module (the fixer re-checks with them)."""
-    if program is None:
-        program = Program([r.summary for r in results if r.summary is not None])
-    uses: set[str] = set()
-    for r in results:
-        uses |= r.uses
-    facts_by_key: dict[str, set[str]] = {}
-    for r in results:
-        if not any(f.condition for f in r.findings):
-            continue
-        key = program.key(r.path)
-        facts = program_facts(program, key, uses, r.facts)
-        facts_by_key[key] = facts
-        r.findings = [f for f in r.findings
-                      if not f.condition or condition_holds(f.condition, facts)]
-    return facts_by_key
-
-
 def lint_paths_files(files: list[SourceFile], options: LintOptions,
                      ignores_for: Callable[[Path], tuple[str, ...]] = lambda p: (),
                      *, jobs: int | None = None,
@@ -730,7 +580,7 @@ def lint_paths_files(files: list[SourceFile], options: LintOptions,
     # The collector is paused in this process too: the results of a big run (a summary
     # per module) are a million objects that only grow, and every full collection walked
     # them all (a third of this process's CPU time on torch's 2,285 files).
-    with _gc_paused():
+    with gc_paused():
         results = run_files(files, options, ignores_for, jobs=jobs, progress=progress)
         program = link(results, options, roots)
         path_tests = frozenset(str(f.path) for f in files if f.is_test)

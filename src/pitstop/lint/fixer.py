@@ -9,19 +9,13 @@ from pathlib import Path
 
 from pitstop.fileio import WriteRefused, atomic_write_bytes
 from pitstop.lint.analyze import LintOptions
-from pitstop.lint.engine import (
-    RunResult,
-    condition_holds,
-    decode,
-    lint_text,
-    program_facts,
-    relint_text,
-)
+from pitstop.lint.engine import RunResult, decode, lint_text, relint_text
 from pitstop.lint.fixes import FixError, apply_edits
 from pitstop.lint.index import ModuleIndex
 from pitstop.lint.legacy_source import read_legacy
 from pitstop.lint.model import SAFE, Diagnostic, FileResult, LintFinding
 from pitstop.lint.program import Program
+from pitstop.lint.program_findings import condition_holds, program_facts
 from pitstop.lint.summary import summarize
 
 MAX_ROUNDS = 5

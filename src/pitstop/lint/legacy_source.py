@@ -203,11 +203,15 @@ def _repair_all(lines: list[str], text: str, kinds: list[str]) -> int | None:
 
 
 _CACHE: dict[str, LegacyRead | None] = {}
+# texts that :func:`parse` read as they are (a file is parsed before it is asked about)
+_PARSED: set[int] = set()
 
 
 def read_legacy(text: str) -> LegacyRead | None:
     """``text`` read as older Python when it does not parse as it is and the rewrites
     above make it parse; None when it parses already or cannot be read either way."""
+    if hash(text) in _PARSED:
+        return None
     if text in _CACHE:
         return _CACHE[text]
     if len(_CACHE) > 64:
@@ -272,9 +276,13 @@ def parse(text: str, path: str) -> ast.Module:
     as it was meant (see :func:`read_legacy`). Raises the original SyntaxError when it
     cannot be read either way."""
     try:
-        return ast.parse(text, filename=path, type_comments=False)
+        tree = ast.parse(text, filename=path, type_comments=False)
     except SyntaxError as err:
         legacy = read_legacy(text)
         if legacy is None:
             raise err from None
         return ast.parse(legacy.text, filename=path, type_comments=False)
+    if len(_PARSED) > 4096:
+        _PARSED.clear()
+    _PARSED.add(hash(text))
+    return tree

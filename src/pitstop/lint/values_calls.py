@@ -17,10 +17,10 @@ from pitstop.lint.astutil import (
     qualname,
     root_name,
 )
+from pitstop.lint.describe import BATCH_WRAPPERS
 from pitstop.lint.devices import CPU as DEV_CPU
 from pitstop.lint.devices import GPU as DEV_GPU
 from pitstop.lint.loaders import DROP_INS
-from pitstop.lint.summary import BATCH_WRAPPERS
 from pitstop.lint.values_kinds import (
     COLLECTIVES,
     CPU,

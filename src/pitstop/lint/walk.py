@@ -51,15 +51,15 @@ from pitstop.lint.values_kinds import (
     PARAM_STATE,
     is_loader_kind,
     is_model,
-    loader_ref,
     meter_key,
     placed,
 )
+from pitstop.lint.walk_follow import CallFollowing
+from pitstop.lint.walk_iterables import LoopIterables
 
 if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
 
-MAX_FOLLOW_DEPTH = 4
 # Functions that time or profile code: their loops synchronize on purpose.
 MEASURE_RE = re.compile(r"profil|bench|throughput|timing|measure|speed_test|latency",
                         re.IGNORECASE)
@@ -114,7 +114,7 @@ class State:
 HotRule = Callable[["ModuleContext", ast.AST, State], None]
 
 
-class Walker:
+class Walker(CallFollowing, LoopIterables):
     def __init__(self, ctx: ModuleContext) -> None:
         self.ctx = ctx
         self.rules: list[HotRule] = []
@@ -401,68 +401,6 @@ class Walker:
             return False
         return self.ctx.index.owner.get(st.hot.node) is st.func
 
-    def _zipped_kinds(self, it: ast.expr, target: ast.expr, st: State
-                      ) -> list[tuple[ast.expr, str]]:
-        """`for real, fake in zip(real_outs, fake_outs)` over lists of GPU tensors, `for i,
-        out in enumerate(outs)`: the kind of each part of the loop target."""
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-                and isinstance(target, ast.Tuple)):
-            return []
-        values = self.ctx.values
-        if it.func.id == "zip" and len(it.args) == len(target.elts) and not it.keywords:
-            return [(t, GPU) for t, a in zip(target.elts, it.args, strict=True)
-                    if values.kind(a, st) in (GPU, GPU_LIST)]
-        if it.func.id == "enumerate" and len(target.elts) == 2 and it.args:
-            out: list[tuple[ast.expr, str]] = [(target.elts[0], CPU)]
-            if values.kind(it.args[0], st) in (GPU, GPU_LIST):
-                out.append((target.elts[1], GPU))
-            return out
-        return []
-
-    def _parameters_of_model(self, loop: ast.For | ast.AsyncFor, st: State) -> ast.expr | None:
-        """The loop target that holds a GPU model's parameters, in a GPU program:
-        `p` in `for p in net.parameters()`, in `for name, p in layer.named_parameters()`
-        (also a child module's: `list(net.children())[-1]`)."""
-        ctx = self.ctx
-        it = loop.iter
-        if not ctx.gpu_program or not isinstance(it, ast.Call) or not isinstance(
-                it.func, ast.Attribute) or it.func.attr not in {"parameters", "named_parameters"}:
-            return None
-        owner: ast.expr = it.func.value
-        for _ in range(4):  # `list(net.children())[-1]`: a part of a model is a model
-            if isinstance(owner, ast.Subscript):
-                owner = owner.value
-            elif isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) \
-                    and owner.func.id == "list" and owner.args:
-                owner = owner.args[0]
-            elif isinstance(owner, ast.Call) and isinstance(owner.func, ast.Attribute) \
-                    and owner.func.attr in {"children", "modules"}:
-                owner = owner.func.value
-            else:
-                break
-        values = ctx.values
-        if not (is_model(values.kind(owner, st)) or values.looks_like_module(owner, st)
-                or self._assigned_from_model(owner, st)):
-            return None
-        if it.func.attr == "parameters":
-            return loop.target
-        if isinstance(loop.target, ast.Tuple) and len(loop.target.elts) == 2:
-            return loop.target.elts[1]
-        return None
-
-    def _assigned_from_model(self, owner: ast.expr, st: State) -> bool:
-        """`last_layer = list(net.children())[-1]`: a part of a model is a model."""
-        if not isinstance(owner, ast.Name):
-            return False
-        for a in self.ctx.index.scoped_assigns.get((st.func, owner.id), ()):
-            for sub in ast.walk(a.value) if a.value is not None else ():
-                if isinstance(sub, ast.Call) and callee_tail(sub) in {"children", "modules"} \
-                        and isinstance(sub.func, ast.Attribute):
-                    k = self.ctx.values.kind(sub.func.value, st)
-                    if is_model(k) or self.ctx.values.looks_like_module(sub.func.value, st):
-                        return True
-        return False
-
     def _walk_loop(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> None:
         ctx = self.ctx
         kind = ctx.loops.classify(loop, st)
@@ -553,40 +491,6 @@ class Walker:
         outer = self.ctx.index.outer_loop.get(loop)
         return outer is not None and not self.ctx.loops.runs_once(outer)
 
-    def _any_loader_kind(self, it: ast.expr, st: State) -> str | None:
-        """The kind of the loader a batch iterable wraps, known or not."""
-        from pitstop.lint.astutil import unwrap_iterable
-
-        for inner in unwrap_iterable(it):
-            k = self.ctx.values.kind(inner, st)
-            if is_loader_kind(k):
-                return k
-        return None
-
-    def _one_batch_pass(self, it: ast.expr, st: State) -> bool:
-        """Does this iterable come from a DataLoader whose one batch is its whole split?"""
-        ref = loader_ref(self._loader_kind(it, st))
-        return ref is not None and self.ctx.program.loader_one_batch(*ref)
-
-    def _loader_kind(self, it: ast.expr, st: State) -> str | None:
-        """The loader a batch iterable comes from (``loader@MODULE|ID``), if known."""
-        ctx = self.ctx
-        from pitstop.lint.astutil import unwrap_iterable
-
-        for inner in unwrap_iterable(it):
-            k = ctx.values.kind(inner, st)
-            if k is not None and k.startswith("loader@"):
-                return k
-            if isinstance(inner, ast.Call) and inner.args:
-                k = ctx.values.kind(inner.args[0], st)
-                if k is not None and k.startswith("loader@"):
-                    return k
-            if isinstance(inner, (ast.Name, ast.Attribute)):
-                r = ctx.resolve_name(inner, st)
-                if r is not None and r.kind == "loader" and r.name:
-                    return f"loader@{r.module}|{r.name}"
-        return None
-
     def check_test(self, test: ast.expr, stmt: ast.AST, st: State) -> None:
         if not st.per_batch:
             return
@@ -673,88 +577,6 @@ class Walker:
             if target is None or not self.ctx.devices.is_gpu(target, st.func):
                 return
         self.ctx.note_batches_to_gpu(st.batch_src.get(root or ""))
-
-    def _follow(self, call: ast.Call, st: State) -> None:
-        if st.depth >= MAX_FOLLOW_DEPTH:
-            return
-        ctx = self.ctx
-        target = ctx.function_target(call, st) or self._constructor(call, st)
-        if target is not None:
-            self._follow_into(call, st, *target)
-        for override in self.overrides(call, st, target[1] if target else None):
-            self._follow_into(call, st, *override)
-
-    def _constructor(self, call: ast.Call, st: State) -> tuple[ModuleContext, FuncDef] | None:
-        """`TriangularCausalMask(B, L, device=x.device)` made per batch: the `__init__` of
-        a plain class of the program (not a module: one built per batch is rare, and its
-        parameters are made for training) runs every time."""
-        if not st.per_batch:
-            return None
-        sym = self.ctx.callee_sym(call, st)
-        if sym is None or sym.kind != "class" \
-                or self.ctx.program.class_is(sym.module, sym.name, "module"):
-            return None
-        return self.ctx.function_named(sym.module, f"{sym.name}.__init__")
-
-    def overrides(self, call: ast.Call, st: State, fn: FuncDef | None
-                   ) -> list[tuple[ModuleContext, FuncDef]]:
-        """`self.train_on_batch(batch)` in a base trainer runs the method of the subclass
-        the program instantiates: the program's overrides of the method called on self
-        (``fn``, the base's own method; None when only subclasses define it, as
-        `self.optimize_params()` in a base class that leaves it to each model)."""
-        ctx = self.ctx
-        if not (isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
-                and call.func.value.id == "self" and st.func is not None):
-            return []
-        cls = ctx.index.class_of.get(st.func)
-        if cls is None or (fn is not None and ctx.index.class_of.get(fn) is not cls):
-            return []
-        return [found for module, qual in ctx.program.overrides(ctx.key, cls.name, call.func.attr)
-                if (found := ctx.function_named(module, qual)) is not None]
-
-    def _follow_into(self, call: ast.Call, st: State, tctx: ModuleContext, fn: FuncDef) -> None:
-        ctx = self.ctx
-        if fn is st.func:
-            return
-        env = ctx.values.bind_params(fn, call, st, tctx)
-        cls = tctx.index.class_of.get(fn)
-        if tctx is ctx:  # keep module-level and self.* knowledge
-            for k, v in st.env.items():
-                if "." in k:
-                    env.setdefault(k, v)
-        caller_cls = ctx.index.class_of.get(st.func) if st.func is not None else None
-        if cls is not None and (tctx is not ctx or cls is not caller_cls):
-            # (a subclass's override called from its base: what its own __init__ sets)
-            for k, v in tctx.walker.entry.class_env(cls).items():
-                env.setdefault(k, v)
-        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-        if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
-            params = params[1:]
-        batch: set[str] = set()
-        batch_src: dict[str, str] = {}
-        for p, a in zip(params, call.args, strict=False):
-            root = root_name(a)
-            if root in st.batch:
-                batch.add(p)
-                if root in st.batch_src:
-                    batch_src[p] = st.batch_src[root]
-        for kw in call.keywords:
-            root = root_name(kw.value)
-            if kw.arg and root in st.batch:
-                batch.add(kw.arg)
-        key = (id(fn), frozenset(f"{k}={v}" for k, v in env.items()), st.hot.kind if st.hot else "")
-        walked = tctx.walker._walked
-        if key in walked:
-            return
-        walked.add(key)
-        line = getattr(call, "lineno", 0)
-        where = f"line {line}" if tctx is ctx else f"{ctx.path}:{line}"
-        via = st.via or f"(`{fn.name}` is called per batch from {where})"
-        sub = State(hot=st.hot, env=env, batch=batch, batch_src=batch_src, via=via,
-                    depth=st.depth + 1, func=fn, no_grad=st.no_grad, rare=st.rare)
-        tctx.walker.rules = self.rules
-        tctx.walker.walk_body(fn.body, sub)
-
 
 def is_loader_value(k: str | None) -> bool:
     return is_loader_kind(k)
