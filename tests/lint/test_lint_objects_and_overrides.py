@@ -491,3 +491,175 @@ def test_a_schedule_table_uploaded_per_call_through_super_and_partial(tmp_path):
         "_extract_into_tensor(noise.cpu().numpy(), t,")
     run = program(tmp_path / "data", {**files, "gaussian_diffusion.py": data})
     assert ("gaussian_diffusion.py", line, "LT012") not in found(run, "LT012")
+
+
+# ------------------------------------------------------------ a hand-written iterator's next()
+ITER_LOADER = """
+import torch
+from torch.utils.data import DataLoader
+
+
+class IterLoader:
+    def __init__(self, loader, length=None):
+        self.loader = loader
+        self.length = length
+        self.iter = None
+
+    def new_epoch(self):
+        self.iter = iter(self.loader)
+
+    def next(self):
+        try:
+            return next(self.iter)
+        except StopIteration:
+            self.iter = iter(self.loader)
+            return next(self.iter)
+
+
+def get_train_loader(dataset, batch_size, workers, iters):
+    return IterLoader(DataLoader(dataset, batch_size=batch_size, num_workers=workers,
+                                 shuffle=True, pin_memory=True, drop_last=True,
+                                 persistent_workers=True), length=iters)
+"""
+
+ITER_TRAINER = """
+import torch
+
+
+class PreTrainer(object):
+    def __init__(self, model):
+        self.model = model
+        self.criterion = torch.nn.CrossEntropyLoss().cuda()
+
+    def train(self, epoch, data_loader_source, optimizer, train_iters=200):
+        self.model.train()
+        for i in range(train_iters):
+            source_inputs = data_loader_source.next()
+            s_inputs, targets = self._parse_data(source_inputs)
+            loss = self.criterion(self.model(s_inputs), targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+    def _parse_data(self, inputs):
+        imgs, _, pids, _ = inputs
+        inputs = imgs.cuda()
+        targets = pids.cuda()
+        return inputs, targets
+"""
+
+ITER_MAIN = """
+import torch
+from data import get_train_loader
+from trainers import PreTrainer
+
+
+def main(args, dataset, model):
+    loader = get_train_loader(dataset, args.batch_size, args.workers, args.iters)
+    model = torch.nn.DataParallel(model.cuda())
+    optimizer = torch.optim.Adam(model.parameters(), lr=3.5e-4)
+    trainer = PreTrainer(model)
+    for epoch in range(args.epochs):
+        loader.new_epoch()
+        trainer.train(epoch, loader, optimizer, train_iters=args.iters)
+"""
+
+
+def test_batches_pulled_with_a_hand_written_iterators_next(tmp_path):
+    run = program(tmp_path, {"data.py": ITER_LOADER, "trainers.py": ITER_TRAINER,
+                             "main.py": ITER_MAIN})
+    got = found(run, "LT008")
+    assert ("trainers.py", line_of(ITER_TRAINER, "inputs = imgs.cuda()"), "LT008") in got
+    assert ("trainers.py", line_of(ITER_TRAINER, "targets = pids.cuda()"), "LT008") in got
+
+
+# ------------------------------------------------------------ a device spelled by a template
+SOLVER = """
+import torch
+from torch.utils import data
+
+
+def get_loader(dataset, batch_size):
+    return data.DataLoader(dataset=dataset, batch_size=batch_size, shuffle=True,
+                           num_workers=4, drop_last=True, pin_memory=True,
+                           persistent_workers=True)
+
+
+class Solver(object):
+    def __init__(self, loader, config, model):
+        self.loader = loader
+        self.num_iters = config.num_iters
+        self.use_cuda = torch.cuda.is_available()
+        self.device = torch.device('cuda:{}'.format(config.device_id) if self.use_cuda else 'cpu')
+        self.G = model.to(self.device)
+        self.optimizer = torch.optim.Adam(self.G.parameters(), 1e-4)
+
+    def train(self):
+        data_iter = iter(self.loader)
+        for i in range(self.num_iters):
+            try:
+                x_real, emb, lengths = next(data_iter)
+            except StopIteration:
+                data_iter = iter(self.loader)
+                x_real, emb, lengths = next(data_iter)
+            x_real = x_real.to(self.device)
+            emb = emb.to(self.device)
+            loss = (self.G(x_real, emb) - x_real).pow(2).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+"""
+
+
+def test_a_device_made_from_a_template_string_is_an_accelerator(tmp_path):
+    for template in ("'cuda:{}'.format(config.device_id)", "'cuda:%d' % config.device_id",
+                     "f'cuda:{config.device_id}'"):
+        src = SOLVER.replace("'cuda:{}'.format(config.device_id)", template)
+        got = found(program(tmp_path / str(len(template)), {"solver.py": src}), "LT008")
+        assert ("solver.py", line_of(src, "x_real = x_real.to(self.device)"), "LT008") in got
+    cpu = SOLVER.replace("'cuda:{}'.format(config.device_id) if self.use_cuda else 'cpu'",
+                         "'cpu'")
+    assert not found(program(tmp_path / "cpu", {"solver.py": cpu}), "LT008")
+
+
+# ------------------------------------------------------------ a device helper with two returns
+DIST_UTIL = """
+import torch as th
+
+used_device = 0
+
+
+def dev():
+    if th.cuda.is_available() and used_device >= 0:
+        return th.device(f"cuda:{used_device}")
+    return th.device("cpu")
+"""
+
+SAMPLER_LOOP = """
+import torch as th
+from utils import dist_util
+
+
+def train(model, data, opt, num_timesteps):
+    model.to(dist_util.dev())
+    for motion, cond in data:
+        batch = motion.to(dist_util.dev())
+        t = th.randint(0, num_timesteps, (batch.shape[0],), device=dist_util.dev())
+        weights = th.ones(batch.shape[0], device=dist_util.dev())
+        loss = ((model(batch, t) - batch) ** 2 * weights[:, None]).mean()
+        log_loss(t, loss)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def log_loss(ts, loss):
+    print("loss", loss.mean().item())
+"""
+
+
+def test_a_device_helper_that_may_return_an_accelerator(tmp_path):
+    run = program(tmp_path, {"utils/__init__.py": "", "utils/dist_util.py": DIST_UTIL,
+                             "train.py": SAMPLER_LOOP})
+    assert ("train.py", line_of(SAMPLER_LOOP, 'print("loss", loss.mean().item())'), "LT001") \
+        in found(run, "LT001")

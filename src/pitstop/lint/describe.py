@@ -94,7 +94,12 @@ class Describer:
                 return "device:any"
             return None
         if isinstance(expr, ast.Call):
+            template = _formatted_head(expr)
+            if template is not None:
+                return template
             return self._call(expr, scope, depth)
+        if isinstance(expr, (ast.JoinedStr, ast.BinOp)):
+            return _formatted_head(expr)
         if isinstance(expr, ast.Subscript) and dotted(expr.value) == "sys.modules" and \
                 isinstance(expr.slice, ast.Name) and expr.slice.id == "__name__":
             return "mod:self"  # `d2l = sys.modules[__name__]`: the module itself
@@ -330,3 +335,26 @@ def _torch_tensor_chain(node: ast.expr, aliases: dict[str, str]) -> bool:
         else:
             return False
     return False
+
+
+def _formatted_head(expr: ast.expr) -> str | None:
+    """`"cuda:{}".format(i)`, `"cuda:%d" % i`, `f"cuda:{i}"`: a string made from a
+    template, described by the text before its first placeholder (`str:cuda:`), so that
+    a device chosen this way is known to be an accelerator."""
+    text = None
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
+            and expr.func.attr == "format" and isinstance(expr.func.value, ast.Constant):
+        text = expr.func.value.value
+        cut = "{"
+    elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod) \
+            and isinstance(expr.left, ast.Constant):
+        text = expr.left.value
+        cut = "%"
+    elif isinstance(expr, ast.JoinedStr) and expr.values \
+            and isinstance(expr.values[0], ast.Constant):
+        text = expr.values[0].value
+        cut = "{"
+    if not isinstance(text, str):
+        return None
+    head = text.split(cut, 1)[0]
+    return f"str:{head}" if head else None

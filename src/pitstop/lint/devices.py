@@ -61,12 +61,12 @@ class DeviceModel:
         # the code does not show still may be one (a library function's parameter).
         index = ctx.index
         for call in index.calls_by_tail.get("to", ()):
-            if call.args and self.kind(call.args[0], index.owner.get(call)) == MAYBE:
+            if call.args and self.kind(call.args[0], index.owner.get(call)) in (MAYBE, GPU):
                 return Origin(ctx.path, call.lineno, f"`{ast.unparse(call.args[0])}` in "
                               f"`.to({ast.unparse(call.args[0])})` may be an accelerator")
         for call in index.calls:
             dev = kwarg(call, "device")
-            if dev is not None and self.kind(dev.value, index.owner.get(call)) == MAYBE:
+            if dev is not None and self.kind(dev.value, index.owner.get(call)) in (MAYBE, GPU):
                 return Origin(ctx.path, call.lineno, f"`device={ast.unparse(dev.value)}` may "
                               "be an accelerator")
         return None

@@ -181,12 +181,21 @@ class LoopModel(LoopGuards, ModelRuns):
         if isinstance(loop, (ast.For, ast.AsyncFor)) and self.is_batch_source(loop.iter, st):
             return True
         for node in iter_shallow(loop.body, into_loops=False):
-            if isinstance(node, ast.Call) and callee_tail(node) == "next" and node.args \
-                    and self.is_batch_source(node.args[0], st):
+            if isinstance(node, ast.Call) and self.pulls_batch(node, st):
                 return True
             if isinstance(node, ast.Call) and GET_BATCH_RE.search(callee_tail(node)):
                 return True  # `for k in range(eval_iters): x, y = get_batch("val")`
         return False
+
+    def pulls_batch(self, call: ast.Call, st: State) -> bool:
+        """`next(it)` over a batch source, or the hand-written iterator's own
+        `data_loader_source.next()` (an `IterLoader` around a DataLoader)."""
+        if callee_tail(call) not in {"next", "__next__"}:
+            return False
+        if isinstance(call.func, ast.Name):
+            return bool(call.args) and self.is_batch_source(call.args[0], st)
+        return isinstance(call.func, ast.Attribute) and not call.args \
+            and self.is_batch_source(call.func.value, st)
 
     # ------------------------------------------------------------------ classification
     def classify(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> str | None:

@@ -434,12 +434,8 @@ class Program(ProgramModules, ProgramReach, ProgramClasses, ProgramCalls):
             return None
         if f.is_generator:
             return Resolved("batches") if self.yields_batches(module, qualname) else None
-        best: Resolved | None = None
-        for d in f.returns:
-            r = self.resolve(module, d)
-            if r is not None and (best is None or _RANK.get(r.kind, 9) < _RANK.get(best.kind, 9)):
-                best = r
-        return best
+        found = [r for d in f.returns if (r := self.resolve(module, d)) is not None]
+        return min(found, key=_telling, default=None)
 
     @query
     def returns_item(self, module: str, qualname: str, pos: int) -> Resolved | None:
@@ -603,6 +599,13 @@ class Program(ProgramModules, ProgramReach, ProgramClasses, ProgramCalls):
         """The command-line option or config field ``name`` of the program."""
         return self._all_settings().get(name)
 
+
+
+def _telling(r: Resolved) -> tuple[int, int]:
+    """How telling a resolved return is (lower: more): by kind, and among devices an
+    accelerator first (`return th.device(f"cuda:{i}")` ... `return th.device("cpu")`: a
+    device that some path puts on an accelerator)."""
+    return _RANK.get(r.kind, 9), {"gpu": 0, "cpu": 2}.get(r.name, 1) if r.kind == "device" else 0
 
 
 _RANK = {"loader": 0, "batches": 1, "model": 2, "device": 3, "tensor": 4, "obj": 5, "func": 6,

@@ -36,6 +36,10 @@ GENERIC_METHODS = frozenset({
 })
 
 
+# methods that hand out the next batch: iteration, or an iterator's own `next()`
+_PULLS = ITERATION_METHODS | {"next"}
+
+
 class ProgramClasses:
     """Class questions of a :class:`~pitstop.lint.program.Program`."""
 
@@ -225,9 +229,10 @@ class ProgramClasses:
 
     @query
     def class_iterates_batches(self, module: str, cls: str) -> bool:
-        """A prefetcher or loader wrapper: iterable, holding a loader."""
+        """A prefetcher or loader wrapper: iterable (or a hand-written iterator with its own
+        `next()`, an `IterLoader`), holding a loader."""
         summary = self.klass(module, cls)
-        if summary is None or not (ITERATION_METHODS & set(summary.methods)):
+        if summary is None or not (_PULLS & set(summary.methods)):
             return False
         for key, d in summary.attrs.items():
             r = self.resolve(module, d)

@@ -288,6 +288,8 @@ class ValueBinding(CallKinds):
                     is_loader_kind(self.kind(value.args[0], st))
                     or self.ctx.loops.is_batch_source(value.args[0], st)):
                 return True
+            if self.ctx.loops.pulls_batch(value, st):
+                return True  # `inputs = data_loader_source.next()`
             if callee_tail(value) in {"cat", "stack", "concat"} and value.args and (
                     qualname(value.func, self.ctx.aliases) or "").startswith("torch.") \
                     and root_name(value.args[0]) in st.batch:
