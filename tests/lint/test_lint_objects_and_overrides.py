@@ -663,3 +663,49 @@ def test_a_device_helper_that_may_return_an_accelerator(tmp_path):
                              "train.py": SAMPLER_LOOP})
     assert ("train.py", line_of(SAMPLER_LOOP, 'print("loss", loss.mean().item())'), "LT001") \
         in found(run, "LT001")
+
+
+# ------------------------------------------------------------ host answers of private accessors
+STORAGE = """
+import torch
+
+
+def _free_storage(tensor):
+    with torch.no_grad():
+        already_freed = tensor._typed_storage()._size() == 0
+        if not already_freed:
+            print(f"storage size: {tensor._typed_storage()._size()}")
+            tensor._typed_storage()._resize_(0)
+        return not already_freed
+
+
+def _unwrap(x):
+    if isinstance(x, torch.Tensor) and torch._is_functional_tensor(x):
+        return torch._from_functional_tensor(x)
+    return x
+
+
+class Wrapper(torch.nn.Module):
+    def __init__(self, module):
+        super().__init__()
+        self.module = module.cuda()
+
+    def forward(self, x):
+        out = self.module(_unwrap(x))
+        _free_storage(out)
+        return out
+
+
+def train(loader, module):
+    model = Wrapper(module)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_private_predicates_and_storage_sizes_are_host_values(tmp_path):
+    assert not found(program(tmp_path, {"wrap.py": STORAGE}), "LT001")

@@ -66,8 +66,10 @@ class CallKinds(ModelRecognition):
                 self.kind(a, st) in (GPU, MASK) for a in node.args):
             return GPU  # `nn.L1Loss()(pred, target)`: a loss built and applied at once
         tail = callee_tail(node)
-        if tail.startswith(("is_", "has_")):
-            return CPU  # `x.is_complex()`, `has_torch_function(args)`: Python booleans
+        if tail.lstrip("_").startswith(("is_", "has_")):
+            # `x.is_complex()`, `has_torch_function(args)`, `torch._is_functional_tensor(x)`:
+            # Python booleans
+            return CPU
         if ctx.devices.gpu_tensor_type(func) or (tail == "type" and node.args and isinstance(
                 func, ast.Attribute) and ctx.devices.gpu_tensor_type(node.args[0])):
             return GPU  # `Tensor(np.ones(n))`, `imgs.type(Tensor)` (Tensor: torch.cuda.FloatTensor)

@@ -19,7 +19,10 @@ LOADER = "loader"  # a DataLoader or another iterable of batches
 
 HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "size", "dim", "numel",
                           "ndimension", "element_size", "nelement", "get_device",
-                          "data_ptr", "is_contiguous", "stride", "storage_offset", "__len__"})
+                          "data_ptr", "is_contiguous", "stride", "storage_offset", "__len__",
+                          # a tensor's storage and its byte counts: host objects and ints
+                          "storage", "untyped_storage", "_typed_storage", "_size", "nbytes",
+                          "itemsize"})
 META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad",
                         "layout", "names", "is_leaf"})
 MASK_METHODS = frozenset({"bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge",
