@@ -149,3 +149,19 @@ def test_mixed_tab_and_space_indentation_is_read_as_python_2_did():
     legacy = read_legacy(src)
     assert legacy is not None and legacy.kinds == ("indentation tabs",)
     assert [type(n).__name__ for n in parse(src, "t.py").body[0].body] == ["If", "Return"]
+
+
+def test_a_print_statement_before_a_semicolon_and_a_hash_inside_a_raise_message():
+    src = 'def f(x):\n    print "a"; x = 1\n    if x:\n        raise ValueError, "bad # value"\n'
+    legacy = read_legacy(src)
+    assert legacy is not None
+    lines = legacy.text.splitlines()
+    assert lines[1] == '    print("a"); x = 1'
+    assert lines[3] == '        raise ValueError("bad # value")'
+
+
+def test_hundreds_of_old_except_clauses_are_read_in_one_pass():
+    body = "".join(f"def f{i}(x):\n    try:\n        return x\n    except IOError, e:\n"
+                   f"        raise ValueError, 'bad'\n" for i in range(600))
+    legacy = read_legacy("import os\n" + body)
+    assert legacy is not None and set(legacy.kinds) == {"`except E, e:`", "`raise E, msg`"}

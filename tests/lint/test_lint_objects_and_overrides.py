@@ -709,3 +709,106 @@ def train(loader, module):
 
 def test_private_predicates_and_storage_sizes_are_host_values(tmp_path):
     assert not found(program(tmp_path, {"wrap.py": STORAGE}), "LT001")
+
+
+# ------------------------------------------------------------ the review's cases
+PHASE_KEYS = """
+import torch
+
+
+def train_model(model, criterion, optimizer, dataloaders, sizes, num_epochs=25):
+    best_acc = 0.0
+    for epoch in range(num_epochs):
+        for phase in dataloaders:
+            model.train(phase == "train")
+            running_corrects = 0
+            for inputs, labels in dataloaders[phase]:
+                inputs = inputs.cuda(non_blocking=True)
+                labels = labels.cuda(non_blocking=True)
+                optimizer.zero_grad()
+                outputs = model(inputs)
+                loss = criterion(outputs, labels)
+                if phase == "train":
+                    loss.backward()
+                    optimizer.step()
+                running_corrects += torch.sum(outputs.argmax(1) == labels)
+            epoch_acc = running_corrects.double() / sizes[phase]
+            print("{} Acc: {:.4f}".format(phase, epoch_acc))
+"""
+
+
+def test_iterating_a_collection_of_loaders_yields_its_keys_not_batches(tmp_path):
+    for loaders in ("dataloaders", '{"train": train_dl, "val": val_dl}'):
+        src = PHASE_KEYS
+        if loaders != "dataloaders":
+            src = src.replace("def train_model(model, criterion, optimizer, dataloaders,",
+                              "def train_model(model, criterion, optimizer, train_dl, val_dl,")
+            src = src.replace("    best_acc = 0.0\n",
+                              f"    best_acc = 0.0\n    dataloaders = {loaders}\n")
+        got = found(program(tmp_path / str(len(loaders)), {"train.py": src}))
+        # the per-epoch accuracy is read once per phase, not per batch
+        assert ("train.py", line_of(src, "print(\"{} Acc"), "LT001") not in got, got
+        assert any(code == "LT006" for _, _, code in got)
+
+
+BASE_STEP = """
+import torch
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model = model.cuda()
+        self.optimizer = optimizer
+
+    def step(self, x, y):
+        loss = torch.nn.functional.mse_loss(self.model(x), y)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+"""
+
+SUB_STEP = """
+import torch
+from base import Trainer
+
+
+class MyTrainer(Trainer):
+    def step(self, x, y):
+        return super().step(x.cuda(), y.cuda())
+
+
+def main(model, loader):
+    trainer = MyTrainer(model, torch.optim.SGD(model.parameters(), lr=0.1))
+    for x, y in loader:
+        trainer.step(x, y)
+"""
+
+
+def test_super_into_a_base_class_of_another_module(tmp_path):
+    run = program(tmp_path, {"base.py": BASE_STEP, "train.py": SUB_STEP})
+    assert ("base.py", line_of(BASE_STEP, "return loss.item()"), "LT001") in found(run, "LT001")
+
+
+SELF_READING = """
+import torch
+
+
+def train(model, loader, opt):
+    totals = {"loss": 0.0}
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        totals = {
+            "loss": totals["loss"] + loss.item(),
+        }
+"""
+
+
+def test_a_multi_line_assignment_that_reads_its_own_target(tmp_path):
+    run = program(tmp_path, {"train.py": SELF_READING})
+    assert not [d for d in run.all_diagnostics if d.kind == "error"], run.all_diagnostics
+    assert ("train.py", line_of(SELF_READING, '"loss": totals["loss"] + loss.item()'),
+            "LT001") in found(run, "LT001")

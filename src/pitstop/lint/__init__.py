@@ -33,9 +33,13 @@ __all__ = ["Diagnostic", "Fix", "LintFinding", "lint_paths", "lint_source"]
 def lint_source(text: str, path: str = "<string>", *, select: tuple[str, ...] = ("LT",),
                 ignore: tuple[str, ...] = ()) -> list[LintFinding]:
     """Findings for one module's source text, judged on its own (no package context).
-    Raises SyntaxError if ``text`` is not valid Python."""
+    Code written for Python 2 is read as it was meant (no finding in it offers a fix).
+    Raises SyntaxError if ``text`` is not Python of either kind."""
+    from dataclasses import replace
+
     from pitstop.lint.analyze import Selection
     from pitstop.lint.engine import default_options, lint_text
+    from pitstop.lint.legacy_source import read_legacy
     from pitstop.lint.program import Program
     from pitstop.lint.program_findings import condition_holds, program_facts
 
@@ -46,6 +50,9 @@ def lint_source(text: str, path: str = "<string>", *, select: tuple[str, ...] = 
     facts = program_facts(program, program.key(path), result.uses, result.facts)
     kept = [f for f in result.findings
             if not f.condition or condition_holds(f.condition, facts)]
+    legacy = read_legacy(text)
+    if legacy is not None and legacy.kinds != ("async=",):  # the fixer leaves it alone
+        kept = [replace(f, fix=None) for f in kept]
     return sorted(kept, key=LintFinding.sort_key)
 
 

@@ -243,16 +243,19 @@ class ModuleContext:
         found = call
         scope = self.scope_of(call)
         assigns = [a for a in self.index.scoped_assigns.get((scope, call.func.id), ())
-                   if (a.end_lineno or a.lineno) < call.lineno and isinstance(a.value, ast.Call)]
+                   if (a.end_lineno or a.lineno) < call.lineno]
         if assigns:
+            # (the latest assignment: `step = eval_step` after a partial replaces it)
             value = max(assigns, key=lambda a: a.lineno).value
-            assert isinstance(value, ast.Call)
-            if qualname(value.func, self.aliases) in {"functools.partial", "partial"} \
+            if isinstance(value, ast.Call) \
+                    and qualname(value.func, self.aliases) in {"functools.partial", "partial"} \
                     and value.args and not isinstance(value.args[0], ast.Starred):
                 found = ast.Call(func=value.args[0], args=[*value.args[1:], *call.args],
                                  keywords=[*value.keywords, *call.keywords])
                 ast.copy_location(found, call)
-                self.parents[found] = self.parents.get(call, call)
+                parent = self.parents.get(call)
+                if parent is not None:
+                    self.parents[found] = parent
                 self.index.owner[found] = self.index.owner.get(call)
                 memo[found] = found  # (`f = partial(f, x)`: unwrapped once, not again)
         memo[call] = found
@@ -295,7 +298,11 @@ class ModuleContext:
         for base in cls.bases:
             bname = dotted(base)
             if bname:
-                found = self.program.quiet_callee(self.key, f"{bname}.{func.attr}")
+                callee = f"{bname}.{func.attr}"
+                # (per batch: recorded, so that a base class in another module, which the
+                # first pass does not see, sends this module to the second look)
+                found = self.program.hot_callee(self.key, callee) if st.per_batch \
+                    else self.program.quiet_callee(self.key, callee)
                 if found is not None:
                     return found
         return None

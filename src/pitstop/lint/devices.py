@@ -61,14 +61,18 @@ class DeviceModel:
         # the code does not show still may be one (a library function's parameter).
         index = ctx.index
         for call in index.calls_by_tail.get("to", ()):
-            if call.args and self.kind(call.args[0], index.owner.get(call)) in (MAYBE, GPU):
+            k = self.kind(call.args[0], index.owner.get(call)) if call.args else None
+            if k in (MAYBE, GPU):
+                verb = "may be" if k == MAYBE else "is"
                 return Origin(ctx.path, call.lineno, f"`{ast.unparse(call.args[0])}` in "
-                              f"`.to({ast.unparse(call.args[0])})` may be an accelerator")
+                              f"`.to({ast.unparse(call.args[0])})` {verb} an accelerator")
         for call in index.calls:
             dev = kwarg(call, "device")
-            if dev is not None and self.kind(dev.value, index.owner.get(call)) in (MAYBE, GPU):
-                return Origin(ctx.path, call.lineno, f"`device={ast.unparse(dev.value)}` may "
-                              "be an accelerator")
+            k = self.kind(dev.value, index.owner.get(call)) if dev is not None else None
+            if dev is not None and k in (MAYBE, GPU):
+                verb = "may be" if k == MAYBE else "is"
+                return Origin(ctx.path, call.lineno, f"`device={ast.unparse(dev.value)}` {verb} "
+                              "an accelerator")
         return None
 
     # ------------------------------------------------------------------ expressions

@@ -46,12 +46,12 @@ def fix_results(run: RunResult, options: LintOptions,
         except (OSError, UnicodeError) as err:
             result.diagnostics.append(Diagnostic(result.path, f"cannot fix: {err}"))
             continue
-        legacy = read_legacy(old)
+        legacy = read_legacy(old) if result.unfixable or "async" in old else None
         if legacy is not None:
             # (linted as older Python: the fixer's parsers read today's Python only)
             what = ("it passes `async=`, which does not parse on this Python; rename it "
                     "`non_blocking=` first") if legacy.kinds == ("async=",) else (
-                    "it is written for Python 2 (port it first, e.g. with `2to3`)")
+                    "it is written for Python 2 (port it to Python 3 first)")
             result.diagnostics.append(Diagnostic(
                 result.path, f"not fixed: {what}", kind="warning"))
             continue

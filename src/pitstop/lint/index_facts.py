@@ -58,9 +58,8 @@ HEAVY_MODEL_RE = re.compile(r"GPT|Llama|LLaMA|Bert|BERT|Transformer|Mistral|Mixt
                             r"Falcon|Bloom|ViT|ForCausalLM|ForMaskedLM|ForSeq2SeqLM|Attention")
 ACCEL_STRINGS = ("cuda", "mps", "xpu", "hpu", "npu", "gpu")
 _ACCEL_EXACT = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "gpu"})
-# what follows "cuda:" in a template of a device string: `{}`, `{:d}`, `{0}`, `%d`, or
-# nothing (the constant part of `f"cuda:{rank}"`)
-_DEVICE_INDEX_TEMPLATE = re.compile(r"\{[^{}]*\}|%[dis]|")
+# what follows "cuda:" in a template of a device string: `{}`, `{:d}`, `{0}`, `%d`
+_DEVICE_INDEX_TEMPLATE = re.compile(r"\{[^{}]*\}|%[dis]")
 _ACCEL_HEADS = frozenset({"cuda", "mps", "xpu", "hpu", "npu", "gpu", "cuda:", "mps:", "xpu:"})
 
 
@@ -191,10 +190,11 @@ class IndexFacts:
         # "cuda", "cuda:0", "mps", "xpu": a device string anywhere (`.to("cuda")`,
         # `device="cuda"`, `set_default_device("cuda")`); also a template of one
         # (`"cuda:{}".format(i)`, `"cuda:%d" % i`, `f"cuda:{rank}"`)
-        if v.__class__ is str and v[:4] in _ACCEL_HEADS and (
-                v in _ACCEL_EXACT or (v.startswith(("cuda:", "xpu:", "mps:")) and (
-                    v[5:].isdigit() or _DEVICE_INDEX_TEMPLATE.fullmatch(v[5:]) is not None))):
-            self.gpu_origins.append((node.lineno, f'"{v}"'))
+        if v.__class__ is str and v[:4] in _ACCEL_HEADS:
+            head, colon, index = v.partition(":")
+            if v in _ACCEL_EXACT or (colon and head in {"cuda", "xpu", "mps"} and (
+                    index.isdigit() or _DEVICE_INDEX_TEMPLATE.fullmatch(index) is not None)):
+                self.gpu_origins.append((node.lineno, f'"{v}"'))
 
     def _torchvision_models(self, node: ast.expr) -> bool:
         name = dotted(node)

@@ -59,7 +59,7 @@ class IndexQueries:
         """The value of the last assignment of ``name`` in ``scope`` above ``line``
         (`conv = nn.Conv2d(...)` ... `Sequential(conv, bn)`)."""
         before = [a for a in self.scoped_assigns.get((scope, name), ())
-                  if a.lineno < line and a.value is not None]
+                  if (a.end_lineno or a.lineno) < line and a.value is not None]
         return max(before, key=lambda a: a.lineno).value if before else None
 
     def method(self, cls: ast.ClassDef, name: str) -> FuncDef | None:

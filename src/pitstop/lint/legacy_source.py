@@ -28,7 +28,7 @@ _PRINT_RE = re.compile(r"^(\s*)(print|exec)\b(?=\s*$|\s*>>|\s*[^\s(=.,)\]:;])")
 # the same after a compound statement's colon on one line (`if x: print y`)
 _INLINE_PRINT_RE = re.compile(r"^(\s*[^#\n]*?:\s*)(print|exec)\b(?=\s*>>|\s*[^\s(=.,)\]:;])")
 _EXCEPT_RE = re.compile(r"^(\s*except\s+)([^:#]+?)\s*,\s*([A-Za-z_]\w*)\s*:")
-_RAISE_RE = re.compile(r"^(\s*raise\s+)([\w.]+)\s*,\s*(.+?)\s*(#.*)?$")
+_RAISE_RE = re.compile(r"^(\s*raise\s+)([\w.]+)\s*,\s*(.+?)\s*$")
 _OCTAL_RE = re.compile(r"(?<![\w.])0([0-7]+)\b")
 _LONG_RE = re.compile(r"(?<![\w.])(\d+)[lL]\b")
 _UR_RE = re.compile(r"(?<![\w])[uU][rR](?=['\"])")
@@ -89,9 +89,32 @@ def _split_comment(line: str) -> tuple[str, str]:
     return body.rstrip(), newline
 
 
+def _semicolon(line: str, start: int) -> int | None:
+    """The column of the first `;` at bracket depth 0 in ``line`` after ``start``."""
+    depth = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line[start:] + "\n").readline):
+            if tok.type == tokenize.OP:
+                if tok.string in "([{":
+                    depth += 1
+                elif tok.string in ")]}":
+                    depth -= 1
+                elif tok.string == ";" and depth == 0:
+                    return start + tok.start[1]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return None
+
+
 def _wrap_statement(lines: list[str], i: int, match: re.Match[str]) -> str | None:
     """`print a, b` -> `print(a, b)` over the statement's lines; its kind, or None."""
     name = match.group(2)
+    semi = _semicolon(lines[i], match.end())
+    if semi is not None:  # `print "a"; x = 1`: the statement ends at the `;`
+        first = lines[i]
+        lines[i] = first[:match.end()] + "(" + first[match.end():semi].strip() + ")" + \
+            first[semi:]
+        return f"{name} statement"
     end = _statement_end(lines, i)
     first = lines[i]
     rest = first[match.end():]
@@ -113,19 +136,27 @@ def _wrap_statement(lines: list[str], i: int, match: re.Match[str]) -> str | Non
     return f"{name} statement"
 
 
+def _repair_clause(lines: list[str], i: int) -> str | None:
+    """`except E, e:` -> `except E as e:`, `raise E, msg` -> `raise E(msg)` on line ``i``."""
+    line = lines[i]
+    if (m := _EXCEPT_RE.match(line)) is not None:
+        lines[i] = f"{m.group(1)}{m.group(2)} as {m.group(3)}:{line[m.end():]}"
+        return "`except E, e:`"
+    code, trailer = _split_comment(line)  # (a `#` inside the message is no comment)
+    if (m := _RAISE_RE.match(code)) is not None:
+        lines[i] = f"{m.group(1)}{m.group(2)}({m.group(3)}){trailer}"
+        return "`raise E, msg`"
+    return None
+
+
 def _repair_line(lines: list[str], i: int) -> str | None:
     """Rewrite the older construct that starts on line ``i``; its kind, or None."""
     line = lines[i]
     if (m := _PRINT_RE.match(line) or _INLINE_PRINT_RE.match(line)) is not None:
         return _wrap_statement(lines, i, m)
-    if (m := _EXCEPT_RE.match(line)) is not None:
-        lines[i] = f"{m.group(1)}{m.group(2)} as {m.group(3)}:{line[m.end():]}"
-        return "`except E, e:`"
-    if (m := _RAISE_RE.match(line.rstrip("\r\n"))) is not None:
-        newline = line[len(line.rstrip("\r\n")):]
-        comment = f"  {m.group(4)}" if m.group(4) else ""
-        lines[i] = f"{m.group(1)}{m.group(2)}({m.group(3)}){comment}{newline}"
-        return "`raise E, msg`"
+    kind = _repair_clause(lines, i)
+    if kind is not None:
+        return kind
     code, trailer = _split_comment(line)
     new = code
     if LEGACY_ASYNC_RE.search(new):
@@ -199,6 +230,16 @@ def _repair_all(lines: list[str], text: str, kinds: list[str]) -> int | None:
             first = min(first or i + 1, i + 1)
             if kind is not None and kind not in kinds:
                 kinds.append(kind)
+    # `except E, e:` and `raise E, msg` on every line at once (one parse each would be
+    # quadratic in a file with hundreds of them)
+    for i, line in enumerate(lines):
+        if "except" in line or "raise" in line:
+            old = line
+            kind = _repair_clause(lines, i)
+            if kind is not None and lines[i] != old:
+                first = min(first or i + 1, i + 1)
+                if kind not in kinds:
+                    kinds.append(kind)
     return first
 
 

@@ -68,6 +68,9 @@ HANDED_BATCHES_RE = re.compile(r"loader|iter|data|batch|^dl$|^ds$|set$", re.IGNO
 # Functions that hand out the next batch (a loop calling one takes a batch per iteration).
 GET_BATCH_RE = re.compile(r"^(get|next|sample|load|fetch|draw)_batch(es)?$|^get_(train|val|eval)_"
                           r"batch$", re.IGNORECASE)
+# a collection of loaders by its name (`dataloaders`, `self.loaders`, `data_loaders`):
+# iterated itself it yields keys or loaders, not batches
+PLURAL_LOADERS_RE = re.compile(r"loaders$", re.IGNORECASE)
 # Calls whose result is no batch even when handed a loader.
 NOT_BATCHES = frozenset({"len", "range", "list", "sorted", "print", "str", "int", "float",
                          "isinstance", "getattr", "hasattr", "type", "id", "repr", "dict",
@@ -122,7 +125,8 @@ class LoopModel(LoopGuards, ModelRuns):
         st = st if st is not None else State()
         return self._batchy(it, st, 0)
 
-    def _batchy(self, it: ast.expr, st: State, depth: int) -> bool:
+    def _batchy(self, it: ast.expr, st: State, depth: int, item: bool = False) -> bool:
+        """``item``: ``it`` is indexed (`dataloaders[phase]`), not iterated itself."""
         if depth > 4:
             return False
         ctx = self.ctx
@@ -156,7 +160,10 @@ class LoopModel(LoopGuards, ModelRuns):
                 return is_loader_kind(k)
             if name in ctx.index.loader_names:
                 return True
-            if LOADERISH_RE.search(name.rsplit(".", 1)[-1]):
+            tail = name.rsplit(".", 1)[-1]
+            if not item and PLURAL_LOADERS_RE.search(tail):
+                return False  # `for phase in dataloaders:` yields the keys of a collection
+            if LOADERISH_RE.search(tail):
                 return True
             r = ctx.resolve_name(it, st)
             if r is not None and r.kind in {"loader", "batches"}:
@@ -172,7 +179,9 @@ class LoopModel(LoopGuards, ModelRuns):
         if isinstance(it, ast.IfExp):
             return self._batchy(it.body, st, depth + 1) and self._batchy(it.orelse, st, depth + 1)
         if isinstance(it, ast.Subscript):
-            return self._batchy(it.value, st, depth + 1)
+            if is_loader_kind(ctx.values.kind(it, st)):
+                return True  # `dataloaders[phase]` of a dict of loaders
+            return self._batchy(it.value, st, depth + 1, item=True)
         return False
 
     def loop_batches(self, loop: ast.For | ast.AsyncFor | ast.While, st: State) -> bool:
@@ -290,7 +299,8 @@ class LoopModel(LoopGuards, ModelRuns):
         if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
             return False
         ctx = self.ctx
-        assigns = ctx.index.scoped_assigns.get((ctx.scope_of(func.value), func.value.id), ())
+        # (the call's own function, from the index: no parent map for a cheap test)
+        assigns = ctx.index.scoped_assigns.get((ctx.index.owner.get(call), func.value.id), ())
         for a in assigns:
             value = _assigned(a, func.value.id)
             if not isinstance(value, ast.Call):

@@ -193,8 +193,21 @@ def _param_flag(index: ModuleIndex, call: ast.Call, name: str) -> str:
 def _marks(index: ModuleIndex, fn: FuncDef) -> tuple[bool, list[str], bool]:
     """Does ``fn`` run backward/step outside its own loops; what does it call there;
     does it have loops."""
-    callees = [n for c in index.direct_calls.get(fn, ()) for n in [dotted(c.func)] if n]
+    callees = [n for c in index.direct_calls.get(fn, ())
+               for n in [dotted(c.func) or _super_callee(index, fn, c)] if n]
     return fn in index.steps_directly, callees, fn in index.funcs_with_loops
+
+
+def _super_callee(index: ModuleIndex, fn: FuncDef, call: ast.Call) -> str | None:
+    """`super().step(x)` in a method of `class MyTrainer(Trainer)`: `Trainer.step`, as
+    this module spells the base (the program resolves it, imported or not)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"):
+        return None
+    cls = index.class_of.get(fn)
+    base = dotted(cls.bases[0]) if cls is not None and cls.bases else None
+    return f"{base}.{func.attr}" if base else None
 
 
 def summarize(index: ModuleIndex) -> ModuleSummary:

@@ -21,6 +21,7 @@ from pitstop.lint.values_binding import ValueBinding
 from pitstop.lint.values_kinds import (
     CPU,
     DERIVED,
+    DICT_OF_LOADERS,
     GPU,
     GPU_LIST,
     LOADER,
@@ -123,7 +124,8 @@ class ValueModel(ValueBinding):
             # `dataloaders = {"train": train_dl, "val": val_dl}`: `dataloaders[phase]` is
             # one of them (which one, the loop's phase says at run time)
             if kinds and all(is_loader_kind(k) for k in kinds):
-                return kinds[0] if len(set(kinds)) == 1 else LOADER
+                one = kinds[0] if len(set(kinds)) == 1 and kinds[0] is not None else LOADER
+                return DICT_OF_LOADERS + one
             return CPU
         if isinstance(node, (ast.JoinedStr, ast.Set)):
             return CPU
@@ -163,6 +165,8 @@ class ValueModel(ValueBinding):
             return CPU if all(k == CPU for k in kinds) else None
         if isinstance(node, ast.Subscript):
             held = st.env.get(dotted(node.value) or "")
+            if held is not None and held.startswith(DICT_OF_LOADERS):
+                return held[len(DICT_OF_LOADERS):]  # `dataloaders[phase]`: one of the loaders
             if held == PARAM_GROUP:
                 return GPU_LIST if isinstance(node.slice, ast.Constant) \
                     and node.slice.value == "params" else CPU

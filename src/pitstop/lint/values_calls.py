@@ -38,6 +38,7 @@ from pitstop.lint.values_kinds import (
     NOT_DERIVED,
     PLACED,
     PLACERS,
+    STORAGE_METHODS,
     TORCH_MASKS,
     is_loader_kind,
     is_model,
@@ -107,13 +108,14 @@ class CallKinds(ModelRecognition):
                                            "requires_grad_", "to_empty"}:
                 return recv
             if recv in (GPU, MASK):
-                if tail in HOST_METHODS or tail == "keys":
+                if tail in HOST_METHODS or tail in STORAGE_METHODS or tail == "keys":
                     return CPU
                 if tail in MASK_METHODS or (recv == MASK and tail in MASK_KEEPING):
                     return MASK
                 return GPU
             if recv == DERIVED:
-                return CPU if tail in HOST_METHODS else (None if tail in NOT_DERIVED else DERIVED)
+                return CPU if tail in HOST_METHODS or tail in STORAGE_METHODS else (
+                    None if tail in NOT_DERIVED else DERIVED)
             if is_model(recv) and tail in {"forward", "generate", "__call__", "module",
                                            "compute"}:
                 # (a torchmetrics metric is a module: `.compute()` hands back its state,

@@ -19,10 +19,11 @@ LOADER = "loader"  # a DataLoader or another iterable of batches
 
 HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "size", "dim", "numel",
                           "ndimension", "element_size", "nelement", "get_device",
-                          "data_ptr", "is_contiguous", "stride", "storage_offset", "__len__",
-                          # a tensor's storage and its byte counts: host objects and ints
-                          "storage", "untyped_storage", "_typed_storage", "_size", "nbytes",
-                          "itemsize"})
+                          "data_ptr", "is_contiguous", "stride", "storage_offset", "__len__"})
+# a tensor's storage and its byte counts: host objects and ints (not tensor uses of a
+# parameter: a NumPy array has `nbytes` too)
+STORAGE_METHODS = frozenset({"storage", "untyped_storage", "_typed_storage", "_size", "nbytes",
+                             "itemsize"})
 META_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad",
                         "layout", "names", "is_leaf"})
 MASK_METHODS = frozenset({"bool", "isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "ge",
@@ -50,6 +51,9 @@ TORCH_MASKS = frozenset({"isnan", "isinf", "isfinite", "eq", "ne", "gt", "lt", "
                          "logical_and", "logical_or", "logical_not", "isclose", "any", "all"})
 
 
+# a dict whose values are loaders (`{"train": train_dl, "val": val_dl}`): an item is one
+# of them (`dataloaders[phase]`), iterating it yields its keys; the loader's kind follows
+DICT_OF_LOADERS = "dict-of:"
 PLACED = "!gpu"  # a loader whose batches arrive on the accelerator (accelerate, Fabric)
 # A value computed from GPU tensors by a function the analysis cannot see: probably a GPU
 # tensor. Reading it on the host (`.item()`, `.cpu()`) syncs; formatting it may not.
