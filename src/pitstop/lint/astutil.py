@@ -83,6 +83,26 @@ def last_name(node: ast.AST) -> str | None:
     return None
 
 
+def super_method(call: ast.Call) -> str | None:
+    """The method a `super().m(...)` (or `super(Cls, self).m(...)`) call runs: ``m``."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) \
+            and isinstance(func.value.func, ast.Name) and func.value.func.id == "super":
+        return func.attr
+    return None
+
+
+def super_callees(cls: ast.ClassDef, method: str) -> list[str]:
+    """`Base.m` for each base of ``cls`` as the module spells it: where `super().m()`
+    in a method of ``cls`` may lead."""
+    return [f"{b}.{method}" for b in (dotted(x) for x in cls.bases) if b]
+
+
+def is_partial(call: ast.Call, aliases: dict[str, str]) -> bool:
+    """`functools.partial(f, ...)` (also `partial` imported by name)."""
+    return qualname(call.func, aliases) in {"functools.partial", "partial"}
+
+
 def callee_tail(call: ast.Call) -> str:
     return last_name(call.func) or ""
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pitstop.lint.astutil import dotted, qualname
+from pitstop.lint.astutil import dotted, is_partial, super_callees, super_method
 from pitstop.lint.describe import Describer
 from pitstop.lint.devices import DeviceModel
 from pitstop.lint.index import LOOPS, FuncDef, ModuleIndex
@@ -37,6 +37,7 @@ from pitstop.lint.values_kinds import (
     PLACED,
     loader_key,
     loader_ref,
+    object_ref,
 )
 from pitstop.lint.walk import HotLoop, HotRule, State, Walker
 
@@ -247,8 +248,7 @@ class ModuleContext:
         if assigns:
             # (the latest assignment: `step = eval_step` after a partial replaces it)
             value = max(assigns, key=lambda a: a.lineno).value
-            if isinstance(value, ast.Call) \
-                    and qualname(value.func, self.aliases) in {"functools.partial", "partial"} \
+            if isinstance(value, ast.Call) and is_partial(value, self.aliases) \
                     and value.args and not isinstance(value.args[0], ast.Starred):
                 found = ast.Call(func=value.args[0], args=[*value.args[1:], *call.args],
                                  keywords=[*value.keywords, *call.keywords])
@@ -271,8 +271,9 @@ class ModuleContext:
         head, _, rest = name.partition(".")
         k = st.env.get(head)
         program = self.program
-        if k is not None and k.startswith(("obj@", "model@")):
-            module, _, cls = k.partition("@")[2].partition("|")
+        ref = object_ref(k)
+        if k is not None and ref is not None:
+            module, cls = ref
             found = program.quiet_in_class(module, cls, rest or "__call__")
             if found is None and not rest and k.startswith("model@"):
                 found = program.quiet_in_class(module, cls, "forward")  # nn.Module.__call__
@@ -287,24 +288,17 @@ class ModuleContext:
     def _super_method(self, call: ast.Call, st: State) -> Sym | None:
         """`super().training_losses(model, ...)` (also `super(Cls, self)`): the method as
         the bases of the class around the call define it."""
-        func = call.func
-        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)
-                and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"
-                and st.func is not None):
+        method = super_method(call)
+        cls = self.index.class_of.get(st.func) if st.func is not None else None
+        if method is None or cls is None:
             return None
-        cls = self.index.class_of.get(st.func)
-        if cls is None:
-            return None
-        for base in cls.bases:
-            bname = dotted(base)
-            if bname:
-                callee = f"{bname}.{func.attr}"
-                # (per batch: recorded, so that a base class in another module, which the
-                # first pass does not see, sends this module to the second look)
-                found = self.program.hot_callee(self.key, callee) if st.per_batch \
-                    else self.program.quiet_callee(self.key, callee)
-                if found is not None:
-                    return found
+        for callee in super_callees(cls, method):
+            # (per batch: recorded, so that a base class in another module, which the
+            # first pass does not see, sends this module to the second look)
+            found = self.program.hot_callee(self.key, callee) if st.per_batch \
+                else self.program.quiet_callee(self.key, callee)
+            if found is not None:
+                return found
         return None
 
     def function_target(self, call: ast.Call, st: State) -> tuple[ModuleContext, FuncDef] | None:

@@ -34,7 +34,7 @@ from pitstop.lint.index import FuncDef
 from pitstop.lint.loops_guards import LoopGuards
 from pitstop.lint.loops_model_runs import ModelRuns
 from pitstop.lint.steps import is_optimizer_class, is_step_call
-from pitstop.lint.values_kinds import is_loader_kind
+from pitstop.lint.values_kinds import is_loader_kind, object_ref
 
 if TYPE_CHECKING:
     from pitstop.lint.context import ModuleContext
@@ -305,11 +305,10 @@ class LoopModel(LoopGuards, ModelRuns):
             value = _assigned(a, func.value.id)
             if not isinstance(value, ast.Call):
                 continue
-            k = ctx.values.kind(value, st)
-            if k is None or not k.startswith(("obj@", "model@")):
+            ref = object_ref(ctx.values.kind(value, st))
+            if ref is None:
                 continue
-            module, _, cls = k.partition("@")[2].partition("|")
-            sym = ctx.program.quiet_in_class(module, cls, func.attr)
+            sym = ctx.program.quiet_in_class(*ref, func.attr)
             if sym is not None and ctx.program.sym_steps(sym):
                 return True
         return False

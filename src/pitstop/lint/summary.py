@@ -26,6 +26,7 @@ from pitstop.lint.astutil import (
     kwarg,
     param_default,
     param_names,
+    super_method,
 )
 from pitstop.lint.dataset_items import item_costs
 from pitstop.lint.describe import Describer
@@ -201,13 +202,10 @@ def _marks(index: ModuleIndex, fn: FuncDef) -> tuple[bool, list[str], bool]:
 def _super_callee(index: ModuleIndex, fn: FuncDef, call: ast.Call) -> str | None:
     """`super().step(x)` in a method of `class MyTrainer(Trainer)`: `Trainer.step`, as
     this module spells the base (the program resolves it, imported or not)."""
-    func = call.func
-    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)
-            and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"):
-        return None
+    method = super_method(call)
     cls = index.class_of.get(fn)
-    base = dotted(cls.bases[0]) if cls is not None and cls.bases else None
-    return f"{base}.{func.attr}" if base else None
+    base = dotted(cls.bases[0]) if method is not None and cls is not None and cls.bases else None
+    return f"{base}.{method}" if base else None
 
 
 def summarize(index: ModuleIndex) -> ModuleSummary:

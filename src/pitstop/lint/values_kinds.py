@@ -113,6 +113,15 @@ def loader_ref(k: str | None) -> tuple[str, str] | None:
     return module, lid
 
 
+def object_ref(k: str | None) -> tuple[str, str] | None:
+    """(module, class) of an object or model kind whose class is known
+    (``obj@MODULE|Class``, ``model@MODULE|Class``)."""
+    if k is None or not k.startswith(("obj@", "model@")):
+        return None
+    module, _, cls = k.partition("@")[2].partition("|")
+    return module, cls
+
+
 def is_model(k: str | None) -> bool:
     """A module: ``model``, or ``model@MODULE|Class`` when its class is known."""
     return k is not None and k.startswith(MODEL)

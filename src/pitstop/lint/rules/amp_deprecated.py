@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.astutil import dotted, qualname
+from pitstop.lint.astutil import dotted, is_partial, qualname
 from pitstop.lint.context import ModuleContext
 from pitstop.lint.model import SAFE, Edit, Fix
 
@@ -48,7 +48,7 @@ def check(ctx: ModuleContext) -> None:
     torch_bound = ctx.aliases.get("torch") == "torch"
     for call in ctx.calls:
         qn = qualname(call.func, ctx.aliases)
-        if qn in {"functools.partial", "partial"} and call.args:
+        if is_partial(call, ctx.aliases) and call.args:
             _report_partial(ctx, call)
             continue
         if qn not in REPLACEMENTS and isinstance(call.func, ast.Name):
